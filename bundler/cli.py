@@ -1,0 +1,156 @@
+"""Talk layer: the `bundle` command line. The only module that prints or exits.
+
+Each command is a short script: read inputs, decide (resolve into a Plan), show a view of it.
+Errors from the library arrive as BundleError and leave as one line plus a documented exit code
+(README, "Exit codes"); --debug (or BUNDLE_DEBUG=1) shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Annotated
+
+import click
+import typer
+
+from bundler import __version__, views
+from bundler.errors import BundleError, ExitCode, InputFileError
+from bundler.pe import read_pe
+from bundler.plan import Plan
+from bundler.profiles import DEFAULT_PROFILE, available_profiles, load_profile
+from bundler.resolve import resolve
+from bundler.system import load_system_policy
+
+app = typer.Typer(
+    help="Ship Windows apps that embed ONNX Runtime 1.19.2 with every DLL they need.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+profiles_app = typer.Typer(help="List the target profiles, or show one.", add_completion=False)
+app.add_typer(profiles_app, name="profiles")
+
+_debug = {"on": os.environ.get("BUNDLE_DEBUG", "") not in ("", "0")}
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"bundle {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
+    ] = False,
+) -> None:
+    if debug:
+        _debug["on"] = True
+
+
+ProfileOption = Annotated[
+    str, typer.Option("--profile", "-p", help="Target profile name, or a profile .toml file.")
+]
+SearchOption = Annotated[
+    list[Path] | None,
+    typer.Option("--search", "-s", help="Folder to search for DLLs (repeatable, in order)."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")]
+
+
+@app.command()
+def deps(
+    files: Annotated[list[Path], typer.Argument(help="The app's .exe (and any plugin DLLs).")],
+    profile: ProfileOption = DEFAULT_PROFILE,
+    search: SearchOption = None,
+    as_json: JsonOption = False,
+    why: Annotated[
+        str | None, typer.Option("--why", help="Print every chain from a root to this DLL.")
+    ] = None,
+    show_system: Annotated[
+        bool, typer.Option("--all", help="Show system DLLs and API sets in the tree too.")
+    ] = False,
+) -> None:
+    """Resolve the complete DLL closure of FILES; exit 3 when anything is missing."""
+    plan = _resolve(files, profile, search or [])
+    if why is not None:
+        _print_why(plan, why)
+    elif as_json:
+        typer.echo(plan.to_json())
+    else:
+        typer.echo(views.TreeView(plan, show_system).render())
+        typer.echo("")
+        typer.echo(views.summary(plan))
+    if plan.missing:
+        raise typer.Exit(ExitCode.MISSING)
+
+
+def _resolve(files: list[Path], profile_name: str, search: list[Path]) -> Plan:
+    profile = load_profile(profile_name)
+    for folder in search:
+        if not folder.is_dir():
+            raise InputFileError(f"--search {folder}: no such folder.")
+    apps = [read_pe(path) for path in files]
+    return resolve(apps, profile, load_system_policy(), search)
+
+
+def _print_why(plan: Plan, name: str) -> None:
+    if plan.file(name) is None:
+        raise click.UsageError(f"{name} is not in the closure of these files for {plan.profile}.")
+    typer.echo(views.why(plan, name))
+
+
+@profiles_app.callback(invoke_without_command=True)
+def profiles_list(ctx: typer.Context) -> None:
+    """List the shipped target profiles."""
+    if ctx.invoked_subcommand is None:
+        profiles = [load_profile(name) for name in available_profiles()]
+        typer.echo(views.profile_table(profiles))
+
+
+@profiles_app.command("show")
+def profiles_show(
+    name: Annotated[str, typer.Argument(help="Profile name or .toml path.")],
+    as_json: JsonOption = False,
+) -> None:
+    """Print one profile in full."""
+    profile = load_profile(name)
+    if as_json:
+        import dataclasses
+        import json
+
+        data = dataclasses.asdict(profile)
+        data["path"] = str(profile.path)
+        typer.echo(json.dumps(data, indent=2))
+    else:
+        typer.echo(views.profile_detail(profile))
+
+
+def main() -> None:
+    """Entry point: run the CLI and map every outcome onto the exit-code table."""
+    command = typer.main.get_command(app)
+    try:
+        result = command.main(prog_name="bundle", standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        typer.echo("aborted", err=True)
+        sys.exit(ExitCode.USAGE)
+    except BundleError as exc:
+        if _debug["on"]:
+            traceback.print_exc()
+        typer.echo(f"error: {exc.message}", err=True)
+        sys.exit(exc.exit_code)
+    except Exception:
+        if _debug["on"]:
+            raise
+        error = traceback.format_exc(limit=-1).strip().splitlines()[-1]
+        typer.echo(f"internal error: {error}; rerun with --debug and report it.", err=True)
+        sys.exit(ExitCode.INTERNAL)
+    sys.exit(result if isinstance(result, int) else ExitCode.OK)

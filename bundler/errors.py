@@ -1,0 +1,65 @@
+"""The one error hierarchy of `bundle`, and the exit-code table a CI job can gate on.
+
+Library code raises these; only the CLI turns them into a message and an exit code.
+Every message says what failed, which file or name, and what to do about it.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Documented exit codes (README, "Exit codes"). Never renumber: pipelines depend on them."""
+
+    OK = 0
+    INTERNAL = 1  # a bug in bundle: please report it with --debug output
+    USAGE = 2  # bad command line (typer/click use 2 as well)
+    MISSING = 3  # the closure is incomplete: at least one DLL could not be found
+    INPUT = 4  # an input file is absent, unreadable, not a PE file, truncated or corrupt
+    MACHINE = 5  # an input file is built for another machine type than the profile
+    PROFILE = 6  # unknown profile, or a manifest in manifests/ is invalid
+    PLAN = 7  # a plan document cannot be read (wrong schema_version, invalid JSON)
+
+
+class BundleError(Exception):
+    """Base class: a failure the user can act on. `exit_code` is its row in ExitCode."""
+
+    exit_code: ExitCode = ExitCode.INTERNAL
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class InputFileError(BundleError):
+    """An input file is missing, unreadable or not a valid PE image."""
+
+    exit_code = ExitCode.INPUT
+
+
+class MachineMismatchError(BundleError):
+    """A root file is built for another machine type than the target profile."""
+
+    exit_code = ExitCode.MACHINE
+
+
+class ProfileError(BundleError):
+    """A profile name is unknown, or a manifest fails validation."""
+
+    exit_code = ExitCode.PROFILE
+
+
+class PlanFormatError(BundleError):
+    """A plan document cannot be loaded."""
+
+    exit_code = ExitCode.PLAN
+
+
+class MissingDependenciesError(BundleError):
+    """The resolved closure has DLLs that no search folder provides."""
+
+    exit_code = ExitCode.MISSING

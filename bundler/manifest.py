@@ -1,0 +1,92 @@
+"""Reading manifests/ TOML files into typed values with messages that name file and key.
+
+Raw dicts never leave the loaders: each loader walks its table with a `Table`, which takes keys
+out one by one, checks their types, and rejects keys it was not asked for (typos in a profile
+must not be silently ignored).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from bundler.errors import ProfileError
+
+SUPPORTED_SCHEMA = 1
+_HEX = re.compile(r"[0-9a-f]+")
+
+
+def load_toml(path: Path) -> Table:
+    try:
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+    except OSError as exc:
+        raise ProfileError(f"{path}: cannot read manifest: {exc.strerror}.") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileError(f"{path}: invalid TOML: {exc}.") from None
+    table = Table(data, str(path))
+    schema = table.integer("schema_version")
+    if schema != SUPPORTED_SCHEMA:
+        raise ProfileError(
+            f"{path}: schema_version {schema} is not supported (this bundle reads "
+            f"{SUPPORTED_SCHEMA}); upgrade bundle or fix the manifest."
+        )
+    return table
+
+
+class Table:
+    """A TOML table being validated; `where` names the file and key path for messages."""
+
+    def __init__(self, data: dict[str, Any], where: str) -> None:
+        self._data = dict(data)
+        self.where = where
+
+    def _fail(self, key: str, problem: str) -> ProfileError:
+        return ProfileError(f"{self.where}: key '{key}' {problem}.")
+
+    def _take(self, key: str, kind: type, default: Any = ...) -> Any:
+        if key not in self._data:
+            if default is ...:
+                raise self._fail(key, "is required")
+            return default
+        value = self._data.pop(key)
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise self._fail(key, f"must be a {kind.__name__}, not {type(value).__name__}")
+        return value
+
+    def string(self, key: str, default: Any = ...) -> Any:
+        return self._take(key, str, default)
+
+    def integer(self, key: str, default: Any = ...) -> Any:
+        return self._take(key, int, default)
+
+    def strings(self, key: str, default: Any = ...) -> tuple[str, ...]:
+        values = self._take(key, list, default)
+        if not all(isinstance(item, str) for item in values):
+            raise self._fail(key, "must be a list of strings")
+        return tuple(values)
+
+    def hexdigest(self, key: str, length: int, default: Any = ...) -> Any:
+        value = self.string(key, default)
+        if value is not None and (len(value) != length or not _HEX.fullmatch(value)):
+            raise self._fail(key, f"must be {length} lower-case hex digits")
+        return value
+
+    def table(self, key: str) -> Table:
+        return Table(self._take(key, dict), f"{self.where} [{key}]")
+
+    def tables(self, key: str, default: Any = ...) -> list[Table]:
+        items = self._take(key, list, default)
+        if not all(isinstance(item, dict) for item in items):
+            raise self._fail(key, "must be an array of tables")
+        return [
+            Table(item, f"{self.where} [{key}#{index + 1}]") for index, item in enumerate(items)
+        ]
+
+    def done(self) -> None:
+        """Every key must have been read: an unknown key is a typo or a newer schema."""
+        if self._data:
+            unknown = ", ".join(sorted(self._data))
+            raise ProfileError(f"{self.where}: unknown key(s): {unknown}.")

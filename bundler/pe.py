@@ -1,0 +1,144 @@
+"""Read layer: the facts `bundle` needs from a PE image, and nothing more.
+
+Parsing is names-only: headers, then the import, delay-import, resource (for the version) and
+the two header-only directories (CLR, certificate). pefile's full parse of a 600 MB CUDA DLL
+takes orders of magnitude longer and tells us nothing we use.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pefile
+
+from bundler.errors import InputFileError
+
+MACHINES: dict[int, str] = {0x014C: "x86", 0x8664: "x64", 0xAA64: "arm64"}
+IMAGE_FILE_DLL = 0x2000
+
+_DIR = pefile.DIRECTORY_ENTRY
+_PARSED_DIRECTORIES = [
+    _DIR["IMAGE_DIRECTORY_ENTRY_IMPORT"],
+    _DIR["IMAGE_DIRECTORY_ENTRY_DELAY_IMPORT"],
+    _DIR["IMAGE_DIRECTORY_ENTRY_RESOURCE"],
+]
+
+
+@dataclass(frozen=True)
+class PEInfo:
+    """What one PE file says about itself. Import names keep the spelling found in the file."""
+
+    path: Path
+    size: int
+    machine: str  # "x86" | "x64" | "arm64" | "unknown(0x....)"
+    is_dll: bool
+    imports: tuple[str, ...]
+    delay_imports: tuple[str, ...]
+    linker_version: tuple[int, int]
+    file_version: tuple[int, int, int, int] | None
+    managed: bool
+    signed: bool
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def kind(self) -> str:
+        return "dll" if self.is_dll else "exe"
+
+
+def read_pe(path: Path) -> PEInfo:
+    """Parse `path` names-only. Raises InputFileError naming the file on any defect."""
+    size = _file_size(path)
+    try:
+        image = pefile.PE(str(path), fast_load=True)
+    except pefile.PEFormatError as exc:
+        raise InputFileError(f"{path}: not a valid PE file ({exc.value}).") from None
+    except OSError as exc:
+        raise InputFileError(f"{path}: cannot read: {exc.strerror}.") from None
+    try:
+        _check_not_truncated(path, image, size)
+        image.parse_data_directories(
+            directories=list(_PARSED_DIRECTORIES), import_dllnames_only=True
+        )
+        return _info(path, size, image)
+    except pefile.PEFormatError as exc:
+        raise InputFileError(f"{path}: corrupt PE file ({exc.value}).") from None
+    finally:
+        image.close()
+
+
+def _file_size(path: Path) -> int:
+    try:
+        if not path.is_file():
+            what = "is a directory, not a file" if path.is_dir() else "does not exist"
+            raise InputFileError(f"{path}: {what}.")
+        return path.stat().st_size
+    except OSError as exc:
+        raise InputFileError(f"{path}: cannot read: {exc.strerror}.") from None
+
+
+def _check_not_truncated(path: Path, image: pefile.PE, size: int) -> None:
+    """A section whose raw data runs past the end of the file means a cut-off download/copy."""
+    for section in image.sections:
+        end = section.PointerToRawData + section.SizeOfRawData
+        if section.SizeOfRawData and end > size:
+            name = section.Name.rstrip(b"\0").decode("ascii", "replace")
+            raise InputFileError(
+                f"{path}: truncated PE file (section {name} ends at byte {end:,}, "
+                f"file has {size:,} bytes); copy or download it again."
+            )
+
+
+def _info(path: Path, size: int, image: pefile.PE) -> PEInfo:
+    header = image.FILE_HEADER
+    optional = image.OPTIONAL_HEADER
+    return PEInfo(
+        path=path,
+        size=size,
+        machine=MACHINES.get(header.Machine, f"unknown(0x{header.Machine:04x})"),
+        is_dll=bool(header.Characteristics & IMAGE_FILE_DLL),
+        imports=_dll_names(getattr(image, "DIRECTORY_ENTRY_IMPORT", [])),
+        delay_imports=_dll_names(getattr(image, "DIRECTORY_ENTRY_DELAY_IMPORT", [])),
+        linker_version=(optional.MajorLinkerVersion, optional.MinorLinkerVersion),
+        file_version=_file_version(image),
+        managed=_has_directory(image, "IMAGE_DIRECTORY_ENTRY_COM_DESCRIPTOR"),
+        signed=_has_directory(image, "IMAGE_DIRECTORY_ENTRY_SECURITY"),
+    )
+
+
+def _dll_names(entries: list[pefile.ImportDescData]) -> tuple[str, ...]:
+    names = []
+    for entry in entries:
+        raw = entry.dll
+        if raw:
+            names.append(raw.decode("ascii", "replace") if isinstance(raw, bytes) else str(raw))
+    return tuple(names)
+
+
+def _file_version(image: pefile.PE) -> tuple[int, int, int, int] | None:
+    fixed = getattr(image, "VS_FIXEDFILEINFO", None)
+    if not fixed:
+        return None
+    ms, ls = fixed[0].FileVersionMS, fixed[0].FileVersionLS
+    return (ms >> 16, ms & 0xFFFF, ls >> 16, ls & 0xFFFF)
+
+
+def _has_directory(image: pefile.PE, name: str) -> bool:
+    directories = image.OPTIONAL_HEADER.DATA_DIRECTORY
+    index = _DIR[name]
+    return index < len(directories) and bool(
+        directories[index].VirtualAddress and directories[index].Size
+    )
+
+
+def format_version(version: tuple[int, ...] | None) -> str:
+    return ".".join(str(part) for part in version) if version else "-"
+
+
+def is_pe_candidate(name: str) -> bool:
+    """File names the resolver may consider as DLLs in a search folder."""
+    return os.path.splitext(name)[1].lower() in {".dll", ".drv", ".ocx", ".cpl", ".sys"}

@@ -1,0 +1,160 @@
+"""The Plan: the one document every command of bundle is a view of.
+
+It holds the resolution (roots, every DLL with its classification and facts, the labelled edges
+between them, findings) and serialises to JSON with a schema_version. `deps` prints it, `--json`
+dumps it, and later stages (build, audit, render) read it instead of resolving again.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from bundler import __version__
+from bundler.errors import PlanFormatError
+
+SCHEMA_VERSION = 1
+MAX_CHAINS = 200
+
+
+class Status(StrEnum):
+    APP = "app"  # an input file given on the command line
+    BUNDLED = "bundled"  # found in a search folder; ships next to the app
+    SYSTEM = "system"  # part of every Windows install the profile targets
+    API_SET = "api-set"  # virtual name resolved by the loader's API set schema
+    DRIVER = "driver"  # provided by the GPU driver: required on the target, never shipped
+    MISSING = "missing"  # needed, but no search folder has a usable file
+
+
+class EdgeKind(StrEnum):
+    IMPORT = "import"
+    DELAY_IMPORT = "delay-import"
+    RUNTIME = "runtime"  # a profile runtime rule: LoadLibrary at run time
+    PROFILE_ROOT = "profile-root"  # always shipped by the profile
+
+
+@dataclass(frozen=True)
+class PlanFile:
+    key: str  # lower-case name: the identity of the DLL
+    name: str  # spelling to display and to write on disk
+    status: Status
+    source: str | None = None  # where the file was found (bundled, app)
+    size: int | None = None
+    machine: str | None = None
+    file_version: str | None = None
+    linker_version: str | None = None
+    signed: bool | None = None
+    sha256: str | None = None  # filled when a stage hashes the file (build), not by deps
+    note: str | None = None  # e.g. why a missing file could not be used
+
+
+@dataclass(frozen=True)
+class Edge:
+    parent: str | None  # None for a profile root
+    child: str
+    kind: EdgeKind
+    detail: str | None = None  # the runtime rule's reason, or the pattern it matched
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str  # e.g. "machine-mismatch", "pattern-unmatched"
+    name: str
+    message: str
+    path: str | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    profile: str
+    architecture: str
+    min_windows: str
+    search_folders: tuple[str, ...]
+    roots: tuple[str, ...]  # keys, app files first, then profile roots
+    files: tuple[PlanFile, ...]
+    edges: tuple[Edge, ...]
+    findings: tuple[Finding, ...] = ()
+    tool_version: str = __version__
+    schema_version: int = SCHEMA_VERSION
+    _index: dict[str, PlanFile] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._index.update({item.key: item for item in self.files})
+
+    def file(self, name: str) -> PlanFile | None:
+        return self._index.get(name.lower())
+
+    def with_status(self, *statuses: Status) -> list[PlanFile]:
+        return [item for item in self.files if item.status in statuses]
+
+    @property
+    def missing(self) -> list[PlanFile]:
+        return self.with_status(Status.MISSING)
+
+    def children(self, key: str) -> list[Edge]:
+        return [edge for edge in self.edges if edge.parent == key]
+
+    def chains_to(self, name: str) -> list[list[Edge]]:
+        """Every cycle-free chain of edges from a root to `name`, root side first."""
+        key = name.lower()
+        parents: dict[str, list[Edge]] = {}
+        for edge in self.edges:
+            parents.setdefault(edge.child, []).append(edge)
+        chains: list[list[Edge]] = []
+        self._walk_up(key, parents, [], {key}, chains)
+        return chains
+
+    def _walk_up(
+        self,
+        key: str,
+        parents: dict[str, list[Edge]],
+        suffix: list[Edge],
+        seen: set[str],
+        chains: list[list[Edge]],
+    ) -> None:
+        incoming = parents.get(key, [])
+        if key in self.roots and all(edge.parent is not None for edge in incoming):
+            chains.append(suffix)  # an app file given on the command line starts this chain
+        for edge in incoming:
+            if len(chains) >= MAX_CHAINS:
+                return
+            if edge.parent is None:
+                chains.append([edge, *suffix])  # a profile root starts this chain
+            elif edge.parent not in seen:
+                self._walk_up(edge.parent, parents, [edge, *suffix], seen | {edge.parent}, chains)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("_index")
+        return {"schema_version": data.pop("schema_version"), **data}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+
+def plan_from_json(text: str, origin: str) -> Plan:
+    try:
+        data = json.loads(text)
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise PlanFormatError(
+                f"{origin}: plan schema_version {version!r} is not {SCHEMA_VERSION}; "
+                "regenerate it with this version of bundle."
+            )
+        return Plan(
+            profile=data["profile"],
+            architecture=data["architecture"],
+            min_windows=data["min_windows"],
+            search_folders=tuple(data["search_folders"]),
+            roots=tuple(data["roots"]),
+            files=tuple(
+                PlanFile(**{**item, "status": Status(item["status"])}) for item in data["files"]
+            ),
+            edges=tuple(Edge(**{**item, "kind": EdgeKind(item["kind"])}) for item in data["edges"]),
+            findings=tuple(Finding(**item) for item in data["findings"]),
+            tool_version=data["tool_version"],
+        )
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise PlanFormatError(f"{origin}: not a valid bundle plan ({exc}).") from None

@@ -1,0 +1,205 @@
+"""Target profiles: what an ORT app needs on a given target, loaded from manifests/profiles/.
+
+A profile is data (TOML with provenance comments), validated here into frozen dataclasses.
+DLL names are kept as written for display; every comparison goes through `dll_key`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from pathlib import Path
+
+from bundler import resources
+from bundler.errors import ProfileError
+from bundler.manifest import Table, load_toml
+
+DEFAULT_PROFILE = "ort-1.19.2-gpu-cuda12"
+ARCHITECTURES = ("x86", "x64", "arm64")
+VC_RUNTIME_MODES = ("app-local", "installer")
+
+
+def dll_key(name: str) -> str:
+    """Windows file names compare case-insensitively: key every lookup by this."""
+    return name.lower()
+
+
+def is_pattern(name: str) -> bool:
+    return any(char in name for char in "*?[")
+
+
+def matches(pattern: str, name: str) -> bool:
+    return fnmatch.fnmatchcase(dll_key(name), dll_key(pattern))
+
+
+@dataclass(frozen=True)
+class RuntimeRule:
+    """`trigger` loads `loads` with LoadLibrary at run time; entries may be glob patterns."""
+
+    trigger: str
+    loads: tuple[str, ...]
+    why: str
+
+
+@dataclass(frozen=True)
+class UrlSource:
+    url: str
+    sha256: str
+    sha512: str | None = None
+    size: int | None = None
+    kind: str = "url"
+
+
+@dataclass(frozen=True)
+class PipSource:
+    package: str
+    version: str
+    wheel: str
+    sha256: str
+    kind: str = "pip"
+
+
+@dataclass(frozen=True)
+class DirSource:
+    """A local install, located through an environment variable (e.g. CUDA_PATH)."""
+
+    env: str
+    subdir: str
+    kind: str = "dir"
+
+
+Source = UrlSource | PipSource | DirSource
+
+
+@dataclass(frozen=True)
+class Artifact:
+    name: str
+    version: str
+    provides: tuple[str, ...]
+    licenses: tuple[str, ...]
+    sources: tuple[Source, ...]
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    architecture: str
+    min_windows: tuple[int, ...]
+    vc_runtime: str
+    roots: tuple[str, ...]
+    driver_dlls: tuple[str, ...]
+    runtime_rules: tuple[RuntimeRule, ...]
+    artifacts: tuple[Artifact, ...]
+    path: Path
+
+    def rules_for(self, name: str) -> tuple[RuntimeRule, ...]:
+        key = dll_key(name)
+        return tuple(rule for rule in self.runtime_rules if dll_key(rule.trigger) == key)
+
+    def is_driver(self, name: str) -> bool:
+        return dll_key(name) in {dll_key(driver) for driver in self.driver_dlls}
+
+
+def available_profiles() -> dict[str, Path]:
+    """Profile name → manifest file, for every profile shipped with bundle."""
+    return {path.stem: path for path in sorted(resources.profiles_dir().glob("*.toml"))}
+
+
+def load_profile(name_or_path: str) -> Profile:
+    """Load a shipped profile by name, or a profile file by path (a custom profile)."""
+    candidate = Path(name_or_path)
+    if candidate.suffix == ".toml" and candidate.is_file():
+        return load_profile_file(candidate)
+    known = available_profiles()
+    if name_or_path not in known:
+        names = ", ".join(known) or "(none)"
+        raise ProfileError(
+            f"unknown profile '{name_or_path}'; available: {names} "
+            "(or give the path of a profile .toml file)."
+        )
+    return load_profile_file(known[name_or_path])
+
+
+def load_profile_file(path: Path) -> Profile:
+    table = load_toml(path)
+    profile = Profile(
+        name=table.string("name"),
+        description=table.string("description"),
+        architecture=_choice(table, "architecture", ARCHITECTURES),
+        min_windows=parse_windows_version(table, "min_windows"),
+        vc_runtime=_choice(table, "vc_runtime", VC_RUNTIME_MODES),
+        roots=table.strings("roots"),
+        driver_dlls=table.strings("driver_dlls", ()),
+        runtime_rules=tuple(_rule(item) for item in table.tables("runtime_rules", [])),
+        artifacts=tuple(_artifact(item) for item in table.tables("artifacts", [])),
+        path=path,
+    )
+    table.done()
+    return profile
+
+
+def parse_windows_version(table: Table, key: str) -> tuple[int, ...]:
+    text = table.string(key)
+    try:
+        parts = tuple(int(part) for part in text.split("."))
+    except ValueError:
+        parts = ()
+    if len(parts) != 3:
+        raise ProfileError(f"{table.where}: key '{key}' must look like 10.0.19041, not '{text}'.")
+    return parts
+
+
+def _choice(table: Table, key: str, allowed: tuple[str, ...]) -> str:
+    value: str = table.string(key)
+    if value not in allowed:
+        raise ProfileError(f"{table.where}: key '{key}' must be one of {', '.join(allowed)}.")
+    return value
+
+
+def _rule(table: Table) -> RuntimeRule:
+    rule = RuntimeRule(
+        trigger=table.string("trigger"), loads=table.strings("loads"), why=table.string("why")
+    )
+    table.done()
+    return rule
+
+
+def _artifact(table: Table) -> Artifact:
+    artifact = Artifact(
+        name=table.string("name"),
+        version=table.string("version"),
+        provides=table.strings("provides"),
+        licenses=table.strings("licenses", ()),
+        sources=tuple(_source(item) for item in table.tables("sources")),
+    )
+    table.done()
+    return artifact
+
+
+def _source(table: Table) -> Source:
+    kind = table.string("kind")
+    source: Source
+    if kind == "url":
+        url = table.string("url")
+        if not url.startswith("https://"):
+            raise ProfileError(f"{table.where}: key 'url' must be an https:// URL, not '{url}'.")
+        source = UrlSource(
+            url=url,
+            sha256=table.hexdigest("sha256", 64),
+            sha512=table.hexdigest("sha512", 128, None),
+            size=table.integer("size", None),
+        )
+    elif kind == "pip":
+        source = PipSource(
+            package=table.string("package"),
+            version=table.string("version"),
+            wheel=table.string("wheel"),
+            sha256=table.hexdigest("sha256", 64),
+        )
+    elif kind == "dir":
+        source = DirSource(env=table.string("env"), subdir=table.string("subdir"))
+    else:
+        raise ProfileError(f"{table.where}: key 'kind' must be url, pip or dir, not '{kind}'.")
+    table.done()
+    return source

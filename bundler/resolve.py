@@ -1,0 +1,213 @@
+"""Decide layer: the complete DLL closure of an app for a target profile.
+
+Pure apart from reading the files it inspects. Classification order for every name:
+API set → driver DLL (profile) → Windows system DLL (policy, for the profile's minimum Windows)
+→ the first usable file in the search folders (bundled) → missing. A candidate built for another
+machine type is skipped, recorded as a finding, and the search goes on.
+
+Edges come from three places: import tables, delay-import tables, and the profile's runtime rules
+(what LoadLibrary pulls in at run time, which no import table shows).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bundler.errors import InputFileError, MachineMismatchError
+from bundler.pe import PEInfo, format_version, is_pe_candidate, read_pe
+from bundler.plan import Edge, EdgeKind, Finding, Plan, PlanFile, Status
+from bundler.profiles import Profile, dll_key, is_pattern, matches
+from bundler.system import SystemPolicy
+
+PEReader = Callable[[Path], PEInfo]
+
+
+class SearchPath:
+    """Ordered, de-duplicated folders, each listed once and indexed by lower-case file name."""
+
+    def __init__(self, folders: Iterable[Path]) -> None:
+        self.folders: list[Path] = []
+        for folder in folders:
+            resolved = Path(os.path.abspath(folder))
+            if resolved not in self.folders:
+                self.folders.append(resolved)
+        self._index = [self._list(folder) for folder in self.folders]
+
+    @staticmethod
+    def _list(folder: Path) -> dict[str, Path]:
+        try:
+            entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+        except OSError:
+            return {}
+        return {dll_key(e.name): Path(e.path) for e in entries if is_pe_candidate(e.name)}
+
+    def candidates(self, name: str) -> list[Path]:
+        key = dll_key(name)
+        return [index[key] for index in self._index if key in index]
+
+    def names_matching(self, pattern: str) -> list[str]:
+        """File names (first spelling seen) in any folder that match a glob pattern."""
+        found: dict[str, str] = {}
+        for index in self._index:
+            for key, path in index.items():
+                if matches(pattern, key):
+                    found.setdefault(key, path.name)
+        return sorted(found.values(), key=dll_key)
+
+
+@dataclass
+class _Work:
+    """Mutable state of one resolution; frozen into a Plan at the end."""
+
+    files: dict[str, PlanFile] = field(default_factory=dict)
+    edges: list[Edge] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    queue: deque[PEInfo] = field(default_factory=deque)
+
+
+class Resolver:
+    def __init__(
+        self,
+        profile: Profile,
+        policy: SystemPolicy,
+        search: SearchPath,
+        reader: PEReader = read_pe,
+    ) -> None:
+        self.profile = profile
+        self.policy = policy
+        self.search = search
+        self.read = reader
+        self.work = _Work()
+
+    def resolve(self, apps: Sequence[PEInfo]) -> Plan:
+        for app in apps:
+            self._check_machine(app)
+            self.work.files[dll_key(app.name)] = _plan_file(app, Status.APP)
+            self.work.queue.append(app)
+        for root in self.profile.roots:
+            self._need(root, None, EdgeKind.PROFILE_ROOT, "always shipped by the profile")
+        while self.work.queue:
+            self._expand(self.work.queue.popleft())
+        return self._plan(apps)
+
+    def _check_machine(self, app: PEInfo) -> None:
+        wanted = self.profile.architecture
+        if app.machine != wanted:
+            raise MachineMismatchError(
+                f"{app.path}: is a {app.machine} {app.kind}, but profile '{self.profile.name}' "
+                f"targets {wanted}; build the app for {wanted} or choose a profile for "
+                f"{app.machine}."
+            )
+
+    def _expand(self, info: PEInfo) -> None:
+        parent = dll_key(info.name)
+        for name in info.imports:
+            self._need(name, parent, EdgeKind.IMPORT)
+        for name in info.delay_imports:
+            self._need(name, parent, EdgeKind.DELAY_IMPORT)
+        for rule in self.profile.rules_for(info.name):
+            for target in rule.loads:
+                if is_pattern(target):
+                    self._need_pattern(target, parent, rule.why)
+                else:
+                    self._need(target, parent, EdgeKind.RUNTIME, rule.why)
+
+    def _need_pattern(self, pattern: str, parent: str, why: str) -> None:
+        names = self.search.names_matching(pattern)
+        if not names:
+            self.work.findings.append(
+                Finding(
+                    "pattern-unmatched", pattern, f"no file in the search folders matches {pattern}"
+                )
+            )
+            names = [pattern]
+        for name in names:
+            self._need(name, parent, EdgeKind.RUNTIME, f"{why} [{pattern}]")
+
+    def _need(
+        self, name: str, parent: str | None, kind: EdgeKind, detail: str | None = None
+    ) -> None:
+        key = dll_key(name)
+        self.work.edges.append(Edge(parent, key, kind, detail))
+        if key not in self.work.files:
+            self.work.files[key] = self._classify(name)
+
+    def _classify(self, name: str) -> PlanFile:
+        key = dll_key(name)
+        if self.policy.is_api_set(name):
+            return PlanFile(key, name, Status.API_SET)
+        if self.profile.is_driver(name):
+            return PlanFile(key, name, Status.DRIVER)
+        if self.policy.is_system(name, self.profile.min_windows):
+            return PlanFile(key, name, Status.SYSTEM)
+        return self._find(name)
+
+    def _find(self, name: str) -> PlanFile:
+        skipped: list[str] = []
+        for path in self.search.candidates(name):
+            try:
+                info = self.read(path)
+            except InputFileError as exc:
+                skipped.append(f"{path} is unreadable")
+                self.work.findings.append(Finding("unreadable", name, str(exc), str(path)))
+                continue
+            if info.machine == self.profile.architecture:
+                self.work.queue.append(info)
+                return _plan_file(info, Status.BUNDLED)
+            skipped.append(f"{path} is {info.machine}")
+            self.work.findings.append(
+                Finding(
+                    "machine-mismatch",
+                    info.name,
+                    f"skipped {path}: built for {info.machine}, the profile targets "
+                    f"{self.profile.architecture}",
+                    str(path),
+                )
+            )
+        note = "; ".join(skipped) if skipped else None
+        return PlanFile(dll_key(name), name, Status.MISSING, note=note)
+
+    def _plan(self, apps: Sequence[PEInfo]) -> Plan:
+        app_keys = [dll_key(app.name) for app in apps]
+        profile_roots = [dll_key(root) for root in self.profile.roots]
+        return Plan(
+            profile=self.profile.name,
+            architecture=self.profile.architecture,
+            min_windows=".".join(str(part) for part in self.profile.min_windows),
+            search_folders=tuple(str(folder) for folder in self.search.folders),
+            roots=tuple(dict.fromkeys(app_keys + profile_roots)),
+            files=tuple(self.work.files.values()),
+            edges=tuple(dict.fromkeys(self.work.edges)),
+            findings=tuple(dict.fromkeys(self.work.findings)),
+        )
+
+
+def _plan_file(info: PEInfo, status: Status) -> PlanFile:
+    return PlanFile(
+        key=dll_key(info.name),
+        name=info.name,
+        status=status,
+        source=str(info.path),
+        size=info.size,
+        machine=info.machine,
+        file_version=format_version(info.file_version) if info.file_version else None,
+        linker_version=format_version(info.linker_version),
+        signed=info.signed,
+    )
+
+
+def resolve(
+    apps: Sequence[PEInfo],
+    profile: Profile,
+    policy: SystemPolicy,
+    search_folders: Sequence[Path],
+    reader: PEReader = read_pe,
+) -> Plan:
+    """The closure of `apps` + the profile's roots. App folders are searched first, as the
+    Windows loader does, then `search_folders` in the order given."""
+    folders = [app.path.parent for app in apps] + list(search_folders)
+    return Resolver(profile, policy, SearchPath(folders), reader).resolve(apps)

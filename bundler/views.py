@@ -1,0 +1,165 @@
+"""Text views of a Plan and of profiles, for people. Pure: they return strings; the CLI prints.
+
+The dependency tree shows what ships (bundled), what must exist on the target (driver) and what
+is missing; system DLLs and API sets would repeat under every node, so they are summarised once.
+"""
+
+from __future__ import annotations
+
+from bundler.plan import Edge, EdgeKind, Plan, PlanFile, Status
+from bundler.profiles import Profile
+
+TREE_STATUSES = (Status.APP, Status.BUNDLED, Status.DRIVER, Status.MISSING)
+_EDGE_LABEL = {
+    EdgeKind.IMPORT: "import",
+    EdgeKind.DELAY_IMPORT: "delay-import",
+    EdgeKind.RUNTIME: "runtime",
+    EdgeKind.PROFILE_ROOT: "profile root",
+}
+
+
+def human_size(size: int | None) -> str:
+    if size is None:
+        return "-"
+    value = float(size)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{size} B"
+
+
+def _label(item: PlanFile, edge: Edge | None) -> str:
+    parts = [item.name, item.status.value]
+    if item.status in (Status.APP, Status.BUNDLED):
+        parts += [human_size(item.size), item.file_version or "no version"]
+    if edge is not None:
+        parts.append(f"({_EDGE_LABEL[edge.kind]})")
+    if item.note:
+        parts.append(f"- {item.note}")
+    return "  ".join(parts)
+
+
+class TreeView:
+    """Depth-first tree from each root; a DLL is expanded once and referenced afterwards."""
+
+    def __init__(self, plan: Plan, show_system: bool = False) -> None:
+        self.plan = plan
+        self.statuses = set(Status) if show_system else set(TREE_STATUSES)
+        self.expanded: set[str] = set()
+        self.lines: list[str] = []
+
+    def render(self) -> str:
+        for root in self.plan.roots:
+            item = self.plan.file(root)
+            if item is None:
+                continue
+            root_edge = next(
+                (e for e in self.plan.edges if e.child == root and e.parent is None), None
+            )
+            self.lines.append(_label(item, root_edge))
+            self._children(root, "")
+        return "\n".join(self.lines)
+
+    def _children(self, key: str, indent: str) -> None:
+        if key in self.expanded:
+            return
+        self.expanded.add(key)
+        edges = [e for e in self.plan.children(key) if self._shown(e.child)]
+        for number, edge in enumerate(edges):
+            last = number == len(edges) - 1
+            child = self.plan.file(edge.child)
+            assert child is not None
+            repeat = (
+                " (see above)"
+                if edge.child in self.expanded and self.plan.children(edge.child)
+                else ""
+            )
+            self.lines.append(f"{indent}{'└─ ' if last else '├─ '}{_label(child, edge)}{repeat}")
+            self._children(edge.child, indent + ("   " if last else "│  "))
+
+    def _shown(self, key: str) -> bool:
+        item = self.plan.file(key)
+        return item is not None and item.status in self.statuses
+
+
+def summary(plan: Plan) -> str:
+    bundled = plan.with_status(Status.BUNDLED)
+    total = sum(item.size or 0 for item in bundled)
+    lines = [f"Profile {plan.profile} ({plan.architecture}, Windows >= {plan.min_windows})"]
+    lines.append(f"Bundled: {len(bundled)} DLLs, {human_size(total)}")
+    for item in sorted(bundled, key=lambda i: i.key):
+        lines.append(f"  {item.name:<42} {human_size(item.size):>10}  {item.source}")
+    lines.append(_names("System (part of Windows, not shipped)", plan, Status.SYSTEM))
+    api_sets = plan.with_status(Status.API_SET)
+    lines.append(f"API sets (resolved by Windows, not shipped): {len(api_sets)} names")
+    lines.append(_names("Driver (required on the target, never shipped)", plan, Status.DRIVER))
+    lines.append(_names("Missing", plan, Status.MISSING))
+    lines += [f"Note: {finding.message}" for finding in plan.findings]
+    return "\n".join(lines)
+
+
+def _names(title: str, plan: Plan, status: Status) -> str:
+    names = sorted(item.name for item in plan.with_status(status))
+    return f"{title}: {', '.join(names) if names else 'none'}"
+
+
+def why(plan: Plan, name: str) -> str:
+    item = plan.file(name)
+    assert item is not None
+    chains = plan.chains_to(name)
+    where = f" (from {item.source})" if item.source and item.status == Status.BUNDLED else ""
+    lines = [f"{item.name} is {item.status.value}{where}; {len(chains)} chain(s) need it:"]
+    for chain in chains:
+        lines.append("  " + _chain(plan, chain, item))
+    rules = {edge.detail for chain in chains for edge in chain if edge.kind == EdgeKind.RUNTIME}
+    lines += [f"  runtime rule: {detail}" for detail in sorted(d for d in rules if d)]
+    return "\n".join(lines)
+
+
+def _chain(plan: Plan, chain: list[Edge], target: PlanFile) -> str:
+    if not chain:
+        return f"{target.name} (given on the command line)"
+    start = chain[0]
+    if start.parent is None:
+        text = f"[profile root] -> {_display(plan, start.child)}"
+        rest = chain[1:]
+    else:
+        text = _display(plan, start.parent)
+        rest = chain
+    for edge in rest:
+        text += f" -{_EDGE_LABEL[edge.kind]}-> {_display(plan, edge.child)}"
+    return text
+
+
+def _display(plan: Plan, key: str) -> str:
+    item = plan.file(key)
+    return item.name if item else key
+
+
+def profile_table(profiles: list[Profile]) -> str:
+    width = max((len(p.name) for p in profiles), default=10)
+    return "\n".join(f"{p.name:<{width}}  {p.architecture:<5}  {p.description}" for p in profiles)
+
+
+def profile_detail(profile: Profile) -> str:
+    lines = [
+        f"{profile.name}: {profile.description}",
+        f"  file:         {profile.path}",
+        f"  architecture: {profile.architecture}",
+        f"  min Windows:  {'.'.join(str(p) for p in profile.min_windows)}",
+        f"  VC runtime:   {profile.vc_runtime}",
+        f"  roots:        {', '.join(profile.roots)}",
+        f"  driver DLLs:  {', '.join(profile.driver_dlls) or 'none'}",
+        "  runtime rules (LoadLibrary at run time):",
+    ]
+    for rule in profile.runtime_rules:
+        lines.append(f"    {rule.trigger} -> {', '.join(rule.loads)}")
+        lines.append(f"      why: {rule.why}")
+    lines.append("  artifacts:")
+    for artifact in profile.artifacts:
+        kinds = ", ".join(source.kind for source in artifact.sources)
+        lines.append(
+            f"    {artifact.name} {artifact.version} [{kinds}]: {', '.join(artifact.provides)}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,94 @@
+"""Shared fixtures. Tests that need real tools or real DLLs skip locally with a reason, but
+fail under CI=true: CI must never pass by skipping them silently."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def require(condition: bool, reason: str) -> None:
+    """Skip a test whose prerequisite is absent; under CI that is a failure instead."""
+    if condition:
+        return
+    if IN_CI:
+        pytest.fail(f"CI prerequisite missing: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def test_cache_dir() -> Path:
+    """Where the real wheels and built fixtures live between runs (outside the repository)."""
+    configured = os.environ.get("BUNDLE_TEST_CACHE")
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "bundle-tests"
+
+
+test_cache_dir.__test__ = False  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="session")
+def mingw_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Real PE fixtures compiled from tests/fixtures/src by tests/fixtures/build.sh."""
+    require(
+        shutil.which("x86_64-w64-mingw32-gcc") is not None
+        and shutil.which("i686-w64-mingw32-gcc") is not None,
+        "mingw-w64 is not installed (apt-get install mingw-w64)",
+    )
+    out = tmp_path_factory.mktemp("mingw")
+    subprocess.run(["bash", str(REPO / "tests" / "fixtures" / "build.sh"), str(out)], check=True)
+    return out
+
+
+@pytest.fixture(scope="session")
+def real_dlls() -> RealDlls:
+    """The DLL folders of the pinned real wheels, fetched by tools/fetch_test_wheels.py."""
+    from tools.fetch_test_wheels import dll_folder, pinned_wheels
+
+    extracted = test_cache_dir() / "extracted"
+    folders: dict[str, Path] = {}
+    for wheel, source in pinned_wheels().items():
+        stem = extracted / wheel.removesuffix(".whl")
+        require(
+            (stem / ".complete").is_file(),
+            f"real DLLs of {wheel} not in {extracted}: run python tools/fetch_test_wheels.py",
+        )
+        folders[source.package] = dll_folder(stem)
+    return RealDlls(folders)
+
+
+class RealDlls:
+    """Maps a pinned wheel's package name to the folder holding its DLLs."""
+
+    def __init__(self, folders: dict[str, Path]) -> None:
+        self.folders = folders
+
+    def __getitem__(self, package: str) -> Path:
+        return self.folders[package]
+
+    def search_args(self, *packages: str) -> list[str]:
+        args: list[str] = []
+        for package in packages:
+            args += ["--search", str(self.folders[package])]
+        return args
+
+
+def run_bundle(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the CLI the way a user does: a separate process, text output, exit code kept."""
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "bundler", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "BUNDLE_DEBUG": ""},
+    )

