@@ -98,7 +98,7 @@ class Resolver:
         wanted = self.profile.architecture
         if app.machine != wanted:
             raise MachineMismatchError(
-                f"{app.path}: is a {app.machine} {app.kind}, but profile '{self.profile.name}' "
+                f"{app.path}: built for {app.machine}, but profile '{self.profile.name}' "
                 f"targets {wanted}; build the app for {wanted} or choose a profile for "
                 f"{app.machine}."
             )
