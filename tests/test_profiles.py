@@ -1,0 +1,135 @@
+"""Profiles: the shipped manifests load and validate; bad manifests fail with file and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bundler.errors import ProfileError
+from bundler.profiles import PipSource, UrlSource, available_profiles, load_profile
+from tests.conftest import run_bundle
+
+SHIPPED = {"ort-1.19.2-gpu-cuda12", "ort-1.19.2-cpu", "ort-1.19.2-directml"}
+
+MINIMAL = """schema_version = 1
+name = "mine"
+description = "d"
+architecture = "x64"
+min_windows = "10.0.10240"
+vc_runtime = "app-local"
+roots = ["onnxruntime.dll"]
+"""
+
+
+def test_the_three_profiles_ship_and_load() -> None:
+    assert set(available_profiles()) == SHIPPED
+    for name in SHIPPED:
+        profile = load_profile(name)
+        assert profile.name == name
+        assert profile.architecture == "x64"
+        assert "onnxruntime.dll" in profile.roots
+
+
+def test_gpu_profile_pins_the_release_zip_with_two_algorithms() -> None:
+    gpu = load_profile("ort-1.19.2-gpu-cuda12")
+    ort = next(a for a in gpu.artifacts if a.name == "onnxruntime")
+    url = next(s for s in ort.sources if isinstance(s, UrlSource))
+    assert url.url.endswith("/v1.19.2/onnxruntime-win-x64-gpu-1.19.2.zip")
+    assert url.sha512 is not None and len(url.sha512) == 128
+    pip = next(s for s in ort.sources if isinstance(s, PipSource))
+    assert (pip.package, pip.version) == ("onnxruntime-gpu", "1.19.2")
+
+
+def test_gpu_profile_roots_and_drivers() -> None:
+    gpu = load_profile("ort-1.19.2-gpu-cuda12")
+    assert "onnxruntime_providers_cuda.dll" in gpu.roots
+    assert gpu.is_driver("NVCUDA.DLL")
+    assert not gpu.is_driver("cudart64_12.dll")
+    assert [rule.loads for rule in gpu.rules_for("CUDNN64_9.dll")] == [
+        ("cudnn_graph64_9.dll", "cudnn_ops64_9.dll", "cudnn_cnn64_9.dll", "cudnn_adv64_9.dll")
+    ]
+
+
+def test_every_provided_dll_of_an_artifact_has_a_pinned_source() -> None:
+    for name in SHIPPED:
+        for artifact in load_profile(name).artifacts:
+            pinned = [s for s in artifact.sources if isinstance(s, UrlSource | PipSource)]
+            assert pinned, f"{name}: artifact {artifact.name} has no pinned source"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ('architecture = "x64"', "key 'architecture' must be one of"),
+        ('roots = ["onnxruntime.dll"]', "key 'roots' is required"),
+        ('name = "mine"', "key 'name' is required"),
+    ],
+)
+def test_invalid_fields_name_file_and_key(tmp_path: Path, change: str, message: str) -> None:
+    text = MINIMAL.replace(change, 'architecture = "mips"' if "arch" in change else "")
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(ProfileError) as error:
+        load_profile(str(path))
+    assert str(path) in str(error.value) and message in str(error.value)
+
+
+def test_unknown_key_is_a_typo_not_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "typo.toml"
+    path.write_text(MINIMAL + 'driver_dll = ["nvcuda.dll"]\n')
+    with pytest.raises(ProfileError, match="unknown key"):
+        load_profile(str(path))
+
+
+def test_bad_sha256_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "sha.toml"
+    path.write_text(
+        MINIMAL
+        + '[[artifacts]]\nname = "x"\nversion = "1"\nprovides = ["x.dll"]\n'
+        + '[[artifacts.sources]]\nkind = "pip"\npackage = "x"\nversion = "1"\n'
+        + 'wheel = "x.whl"\nsha256 = "ABC"\n'
+    )
+    with pytest.raises(ProfileError, match="'sha256' must be 64 lower-case hex digits"):
+        load_profile(str(path))
+
+
+def test_plain_http_url_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "http.toml"
+    path.write_text(
+        MINIMAL
+        + '[[artifacts]]\nname = "x"\nversion = "1"\nprovides = ["x.dll"]\n'
+        + '[[artifacts.sources]]\nkind = "url"\nurl = "http://example.invalid/x.zip"\n'
+        + f'sha256 = "{"0" * 64}"\n'
+    )
+    with pytest.raises(ProfileError, match="https://"):
+        load_profile(str(path))
+
+
+def test_invalid_toml_and_schema_version(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.toml"
+    broken.write_text("name = \n")
+    with pytest.raises(ProfileError, match="invalid TOML"):
+        load_profile(str(broken))
+    future = tmp_path / "future.toml"
+    future.write_text(MINIMAL.replace("schema_version = 1", "schema_version = 2"))
+    with pytest.raises(ProfileError, match="schema_version 2 is not supported"):
+        load_profile(str(future))
+
+
+def test_cli_lists_and_shows_profiles() -> None:
+    listing = run_bundle("profiles")
+    assert listing.returncode == 0
+    assert {line.split()[0] for line in listing.stdout.splitlines()} == SHIPPED
+    shown = run_bundle("profiles", "show", "ort-1.19.2-gpu-cuda12")
+    assert shown.returncode == 0
+    assert "nvrtc64_120_0.dll -> nvrtc-builtins64_*.dll" in shown.stdout
+    assert "driver DLLs:  nvcuda.dll" in shown.stdout
+
+
+def test_cli_unknown_profile_is_one_line_exit_6(tmp_path: Path) -> None:
+    result = run_bundle("profiles", "show", "ort-9.9-gpu")
+    assert result.returncode == 6
+    assert result.stderr.count("\n") == 1
+    assert "unknown profile 'ort-9.9-gpu'" in result.stderr
+    assert "ort-1.19.2-gpu-cuda12" in result.stderr
