@@ -104,7 +104,7 @@ class Plan:
             parents.setdefault(edge.child, []).append(edge)
         chains: list[list[Edge]] = []
         self._walk_up(key, parents, [], {key}, chains)
-        return chains
+        return sorted(chains, key=len)
 
     def _walk_up(
         self,

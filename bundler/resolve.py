@@ -49,6 +49,18 @@ class SearchPath:
         key = dll_key(name)
         return [index[key] for index in self._index if key in index]
 
+    def nested(self, name: str, depth: int = 3) -> Path | None:
+        """A file of that name in a sub-folder of a search folder: the usual cause of a
+        "missing" DLL is pointing --search at an install root instead of its bin folder."""
+        key = dll_key(name)
+        for folder in self.folders:
+            for root, dirs, files in os.walk(folder):
+                if Path(root) != folder and any(dll_key(f) == key for f in files):
+                    return Path(root)
+                if len(Path(root).relative_to(folder).parts) >= depth:
+                    dirs.clear()
+        return None
+
     def names_matching(self, pattern: str) -> list[str]:
         """File names (first spelling seen) in any folder that match a glob pattern."""
         found: dict[str, str] = {}
@@ -168,6 +180,9 @@ class Resolver:
                     str(path),
                 )
             )
+        nested = None if is_pattern(name) else self.search.nested(name)
+        if nested is not None:
+            skipped.append(f"a copy is in {nested}: add --search {nested}")
         note = "; ".join(skipped) if skipped else None
         return PlanFile(dll_key(name), name, Status.MISSING, note=note)
 

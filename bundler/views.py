@@ -57,7 +57,8 @@ class TreeView:
             root_edge = next(
                 (e for e in self.plan.edges if e.child == root and e.parent is None), None
             )
-            self.lines.append(_label(item, root_edge))
+            repeat = " (see above)" if root in self.expanded else ""
+            self.lines.append(_label(item, root_edge) + repeat)
             self._children(root, "")
         return "\n".join(self.lines)
 

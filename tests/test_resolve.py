@@ -217,3 +217,12 @@ def test_cli_missing_exit_code_and_why(tmp_path: Path, profile_path: Path) -> No
     assert why.returncode == 3
     assert "app.exe -import-> core.dll -runtime-> plugin.dll -import-> absent.dll" in why.stdout
     assert "[profile root] -> core.dll -runtime-> plugin.dll -import-> absent.dll" in why.stdout
+
+
+def test_missing_dll_in_a_sub_folder_gets_a_hint(tmp_path: Path, profile_path: Path) -> None:
+    root = tmp_path / "cuda"
+    write_pe(root / "bin" / "core.dll")
+    app = write_pe(tmp_path / "app" / "app.exe", dll=False, imports=("core.dll",))
+    core = closure(app, profile_path, root).file("core.dll")
+    assert core is not None and core.status == Status.MISSING
+    assert core.note == f"a copy is in {root / 'bin'}: add --search {root / 'bin'}"
