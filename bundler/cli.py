@@ -13,7 +13,6 @@ import traceback
 from pathlib import Path
 from typing import Annotated
 
-import click
 import typer
 
 from bundler import __version__, views
@@ -65,7 +64,9 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print the plan as JSON
 
 @app.command()
 def deps(
-    files: Annotated[list[Path], typer.Argument(help="The app's .exe (and any plugin DLLs).")],
+    files: Annotated[
+        list[Path], typer.Argument(metavar="FILE...", help="The app's .exe (and any plugin DLLs).")
+    ],
     profile: ProfileOption = DEFAULT_PROFILE,
     search: SearchOption = None,
     as_json: JsonOption = False,
@@ -101,7 +102,9 @@ def _resolve(files: list[Path], profile_name: str, search: list[Path]) -> Plan:
 
 def _print_why(plan: Plan, name: str) -> None:
     if plan.file(name) is None:
-        raise click.UsageError(f"{name} is not in the closure of these files for {plan.profile}.")
+        raise typer.BadParameter(
+            f"{name} is not in the closure of these files for {plan.profile}.", param_hint="--why"
+        )
     typer.echo(views.why(plan, name))
 
 
@@ -132,16 +135,10 @@ def profiles_show(
 
 
 def main() -> None:
-    """Entry point: run the CLI and map every outcome onto the exit-code table."""
-    command = typer.main.get_command(app)
+    """Entry point: run the CLI and map library errors onto the exit-code table. Typer itself
+    handles usage errors (exit 2) and typer.Exit; everything ends in SystemExit."""
     try:
-        result = command.main(prog_name="bundle", standalone_mode=False)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        typer.echo("aborted", err=True)
-        sys.exit(ExitCode.USAGE)
+        app()
     except BundleError as exc:
         if _debug["on"]:
             traceback.print_exc()
@@ -153,4 +150,3 @@ def main() -> None:
         error = traceback.format_exc(limit=-1).strip().splitlines()[-1]
         typer.echo(f"internal error: {error}; rerun with --debug and report it.", err=True)
         sys.exit(ExitCode.INTERNAL)
-    sys.exit(result if isinstance(result, int) else ExitCode.OK)
