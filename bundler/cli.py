@@ -65,7 +65,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print the plan as JSON
 @app.command()
 def deps(
     files: Annotated[
-        list[Path], typer.Argument(metavar="FILE...", help="The app's .exe (and any plugin DLLs).")
+        list[Path], typer.Argument(metavar="FILE", help="The app's .exe (and any plugin DLLs).")
     ],
     profile: ProfileOption = DEFAULT_PROFILE,
     search: SearchOption = None,
