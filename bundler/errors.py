@@ -20,6 +20,9 @@ class ExitCode(IntEnum):
     MACHINE = 5  # an input file is built for another machine type than the profile
     PROFILE = 6  # unknown profile, or a manifest in manifests/ is invalid
     PLAN = 7  # a plan document cannot be read (wrong schema_version, invalid JSON)
+    FETCH = 8  # an artifact could not be acquired (unreachable, HTTP error, timeout, offline)
+    INTEGRITY = 9  # a download or cached file does not match its pinned hash or size
+    ARCHIVE = 10  # an archive is corrupt or unsafe (absolute path, "..", symlink, size lie)
 
 
 class BundleError(Exception):
@@ -63,3 +66,21 @@ class MissingDependenciesError(BundleError):
     """The resolved closure has DLLs that no search folder provides."""
 
     exit_code = ExitCode.MISSING
+
+
+class FetchError(BundleError):
+    """A download failed, or no allowed source could provide an artifact."""
+
+    exit_code = ExitCode.FETCH
+
+
+class IntegrityError(BundleError):
+    """Bytes that do not match their pin: wrong SHA-256/SHA-512 or size."""
+
+    exit_code = ExitCode.INTEGRITY
+
+
+class ArchiveError(BundleError):
+    """An archive that is corrupt, or unsafe to extract."""
+
+    exit_code = ExitCode.ARCHIVE
