@@ -16,10 +16,14 @@ from typing import Annotated
 import typer
 
 from bundler import __version__, views
+from bundler.acquire import AcquireOptions, acquire_profile, export_archives
+from bundler.cache import Cache, default_cache_dir
+from bundler.download import DownloadPolicy
 from bundler.errors import BundleError, ExitCode, InputFileError
 from bundler.pe import read_pe
 from bundler.plan import Plan
 from bundler.profiles import DEFAULT_PROFILE, available_profiles, load_profile
+from bundler.progress import progress_for
 from bundler.resolve import resolve
 from bundler.system import load_system_policy
 
@@ -31,6 +35,8 @@ app = typer.Typer(
 )
 profiles_app = typer.Typer(help="List the target profiles, or show one.", add_completion=False)
 app.add_typer(profiles_app, name="profiles")
+cache_app = typer.Typer(help="Inspect or clean the download cache.", add_completion=False)
+app.add_typer(cache_app, name="cache")
 
 _debug = {"on": os.environ.get("BUNDLE_DEBUG", "") not in ("", "0")}
 
@@ -60,6 +66,12 @@ SearchOption = Annotated[
     typer.Option("--search", "-s", help="Folder to search for DLLs (repeatable, in order)."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")]
+CacheDirOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--cache-dir", help="Download cache (default: $BUNDLE_CACHE_DIR or the user cache)."
+    ),
+]
 
 
 @app.command()
@@ -106,6 +118,67 @@ def _print_why(plan: Plan, name: str) -> None:
             f"{name} is not in the closure of these files for {plan.profile}.", param_hint="--why"
         )
     typer.echo(views.why(plan, name))
+
+
+@app.command()
+def fetch(
+    profile: ProfileOption = DEFAULT_PROFILE,
+    source: Annotated[
+        str, typer.Option("--source", help="auto (url, then pip, then dir), url, pip or dir.")
+    ] = "auto",
+    cache_dir: CacheDirOption = None,
+    mirror: Annotated[
+        list[str] | None,
+        typer.Option("--mirror", help="Folder or URL holding the archives by name (repeatable)."),
+    ] = None,
+    offline: Annotated[
+        bool, typer.Option("--offline", help="No network: cache, mirror folders, local installs.")
+    ] = False,
+    allow_http: Annotated[
+        bool, typer.Option("--allow-http", help="Allow plain-http:// mirrors.")
+    ] = False,
+    verify: Annotated[bool, typer.Option("--verify", help="Re-hash cached files too.")] = False,
+    search: SearchOption = None,
+    to: Annotated[
+        Path | None,
+        typer.Option("--to", help="Also put every archive here (a mirror for offline agents)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Acquire and verify every artifact of a profile; print what came from where."""
+    options = AcquireOptions(
+        mode=source,
+        mirrors=tuple(mirror or ()),
+        offline=offline,
+        verify=verify,
+        search=tuple(search or ()),
+        policy=DownloadPolicy(allow_http=allow_http),
+    )
+    cache = Cache(cache_dir or default_cache_dir())
+    acquired = acquire_profile(load_profile(profile), cache, options, progress_for)
+    if to is not None:
+        export_archives(acquired, cache, to)
+    typer.echo(views.acquired_json(acquired) if as_json else views.acquired_table(acquired))
+
+
+@cache_app.command("list")
+def cache_list(cache_dir: CacheDirOption = None) -> None:
+    """List the verified archives in the cache."""
+    cache = Cache(cache_dir or default_cache_dir())
+    typer.echo(views.cache_table(cache.root, cache.entries()))
+
+
+@cache_app.command("clean")
+def cache_clean(
+    cache_dir: CacheDirOption = None,
+    everything: Annotated[
+        bool, typer.Option("--all", help="Also remove the verified archives.")
+    ] = False,
+) -> None:
+    """Remove partial downloads and extracted trees (with --all, the archives too)."""
+    cache = Cache(cache_dir or default_cache_dir())
+    freed = cache.clean(everything)
+    typer.echo(f"freed {views.human_size(freed)} in {cache.root}")
 
 
 @profiles_app.callback(invoke_without_command=True)

@@ -61,10 +61,14 @@ class PipSource:
 
 @dataclass(frozen=True)
 class DirSource:
-    """A local install, located through an environment variable (e.g. CUDA_PATH)."""
+    """A local install, located through an environment variable (e.g. CUDA_PATH). Accepted
+    when it has every provided DLL, of the profile's machine type, with a file version in
+    [min_file_version, max_file_version) where the DLL carries one."""
 
     env: str
     subdir: str
+    min_file_version: tuple[int, ...] | None = None
+    max_file_version: tuple[int, ...] | None = None
     kind: str = "dir"
 
 
@@ -150,6 +154,16 @@ def parse_windows_version(table: Table, key: str) -> tuple[int, ...]:
     return parts
 
 
+def _file_version(table: Table, key: str) -> tuple[int, ...] | None:
+    text = table.string(key, None)
+    if text is None:
+        return None
+    try:
+        return tuple(int(part) for part in text.split("."))
+    except ValueError:
+        raise ProfileError(f"{table.where}: key '{key}' must look like 9.1.0.70.") from None
+
+
 def _choice(table: Table, key: str, allowed: tuple[str, ...]) -> str:
     value: str = table.string(key)
     if value not in allowed:
@@ -198,7 +212,12 @@ def _source(table: Table) -> Source:
             sha256=table.hexdigest("sha256", 64),
         )
     elif kind == "dir":
-        source = DirSource(env=table.string("env"), subdir=table.string("subdir"))
+        source = DirSource(
+            env=table.string("env"),
+            subdir=table.string("subdir"),
+            min_file_version=_file_version(table, "min_file_version"),
+            max_file_version=_file_version(table, "max_file_version"),
+        )
     else:
         raise ProfileError(f"{table.where}: key 'kind' must be url, pip or dir, not '{kind}'.")
     table.done()

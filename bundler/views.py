@@ -6,6 +6,13 @@ is missing; system DLLs and API sets would repeat under every node, so they are 
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from bundler.acquire import Acquired
+from bundler.cache import CacheEntry
 from bundler.plan import Edge, EdgeKind, Plan, PlanFile, Status
 from bundler.profiles import Profile
 
@@ -163,4 +170,43 @@ def profile_detail(profile: Profile) -> str:
         lines.append(
             f"    {artifact.name} {artifact.version} [{kinds}]: {', '.join(artifact.provides)}"
         )
+    return "\n".join(lines)
+
+
+def acquired_table(acquired: Sequence[Acquired]) -> str:
+    rows = [("artifact", "source", "size", "sha256", "state")]
+    for item in acquired:
+        state = "cached" if item.cached else "fresh"
+        digest = item.sha256 or "-"
+        rows.append(
+            (f"{item.artifact} {item.version}", item.source, human_size(item.size), digest, state)
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        for row in rows
+    ]
+    for item in acquired:
+        lines.append(f"{item.artifact}: from {item.origin}")
+        lines += [f"  skipped {reason}" for reason in item.skipped]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def acquired_json(acquired: Sequence[Acquired]) -> str:
+    def plain(item: Acquired) -> dict[str, object]:
+        data = dataclasses.asdict(item)
+        data["folder"] = str(item.folder)
+        data["dll_folders"] = [str(folder) for folder in item.dll_folders]
+        return data
+
+    return json.dumps({"schema_version": 1, "artifacts": [plain(a) for a in acquired]}, indent=2)
+
+
+def cache_table(root: Path, entries: Sequence[CacheEntry]) -> str:
+    lines = [f"cache: {root}"]
+    for entry in entries:
+        names = ", ".join(entry.names) or "?"
+        lines.append(f"  {entry.sha256[:16]}  {human_size(entry.size):>10}  {names}")
+    total = sum(entry.size for entry in entries)
+    lines.append(f"{len(entries)} archive(s), {human_size(total)}")
     return "\n".join(lines)

@@ -1,0 +1,343 @@
+"""Act layer: get every artifact of a profile as verified bytes, from the best allowed source.
+
+Order for one artifact:
+1. the cache, for any of the artifact's pins (no network at all);
+2. with `--source auto`, the profile's sources in the order written (url, pip, dir), each source
+   of an archive tried first through every mirror (`--mirror`, a folder or a URL; files are
+   looked up by name and still verified against the pins), then at its own location;
+3. a hash or size mismatch stops everything: the pins are the contract, never "try the next".
+`--offline` allows only the cache, mirror folders and local installs. Every skipped source is
+reported with its reason.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from bundler.cache import Cache
+from bundler.download import DownloadPolicy, Pins, ProgressCallback, download
+from bundler.errors import FetchError, InputFileError
+from bundler.extract import extract
+from bundler.pe import format_version, read_pe
+from bundler.profiles import (
+    Artifact,
+    DirSource,
+    PipSource,
+    Profile,
+    Source,
+    UrlSource,
+    is_pattern,
+    matches,
+)
+
+SOURCE_MODES = ("auto", "url", "pip", "dir")
+ProgressFactory = Callable[[str, int | None], ProgressCallback | None]
+
+
+@dataclass(frozen=True)
+class AcquireOptions:
+    mode: str = "auto"
+    mirrors: tuple[str, ...] = ()
+    offline: bool = False
+    verify: bool = False  # re-hash cache hits
+    search: tuple[Path, ...] = ()  # extra local folders, tried as dir sources
+    policy: DownloadPolicy = field(default_factory=DownloadPolicy)
+
+
+@dataclass(frozen=True)
+class Acquired:
+    """One artifact, ready: its DLL folders and where the bytes came from."""
+
+    artifact: str
+    version: str
+    source: str  # "url" | "pip" | "dir"
+    origin: str  # the URL, mirror file, "pip:pkg==ver" or local folder actually used
+    filename: str | None  # the archive's file name (None for a local folder)
+    sha256: str | None
+    size: int | None
+    cached: bool  # True when nothing was transferred by this run
+    folder: Path  # extracted tree or local folder
+    dll_folders: tuple[Path, ...]
+    skipped: tuple[str, ...] = ()  # why earlier sources were not used
+
+
+class SourceSkipped(Exception):
+    """A source that cannot be used here; the reason goes into the report, then the next."""
+
+
+def acquire_profile(
+    profile: Profile, cache: Cache, options: AcquireOptions, progress: ProgressFactory
+) -> list[Acquired]:
+    if options.mode not in SOURCE_MODES:
+        raise FetchError(f"--source {options.mode}: use one of {', '.join(SOURCE_MODES)}.")
+    cache.prepare()
+    return [Acquirer(profile, cache, options, progress).get(a) for a in profile.artifacts]
+
+
+class Acquirer:
+    def __init__(
+        self, profile: Profile, cache: Cache, options: AcquireOptions, progress: ProgressFactory
+    ) -> None:
+        self.profile = profile
+        self.cache = cache
+        self.options = options
+        self.progress = progress
+
+    def get(self, artifact: Artifact) -> Acquired:
+        hit = self._from_cache(artifact)
+        if hit is not None:
+            return hit
+        skipped: list[str] = []
+        for source in artifact.sources:
+            if self.options.mode not in ("auto", source.kind):
+                skipped.append(f"{source.kind}: not allowed by --source {self.options.mode}")
+                continue
+            try:
+                return self._from_source(artifact, source, tuple(skipped))
+            except SourceSkipped as reason:
+                skipped.append(f"{source.kind}: {reason}")
+        if self.options.search and self.options.mode in ("auto", "dir"):
+            try:
+                return self._from_folders(artifact, self.options.search, tuple(skipped))
+            except SourceSkipped as reason:
+                skipped.append(f"--search: {reason}")
+        raise FetchError(
+            f"artifact {artifact.name} {artifact.version}: no source could provide it "
+            f"({'; '.join(skipped) or 'no source allowed'}). Check the network or mirror, "
+            "or pass --mirror DIR / --search DIR."
+        )
+
+    def _from_cache(self, artifact: Artifact) -> Acquired | None:
+        for source in artifact.sources:
+            if isinstance(source, UrlSource | PipSource) and self.options.mode in (
+                "auto",
+                source.kind,
+            ):
+                blob = self.cache.lookup(source.sha256, _size(source), self.options.verify)
+                if blob is not None:
+                    return self._finish(artifact, source, blob, "cache", True, ())
+        return None
+
+    def _from_source(
+        self, artifact: Artifact, source: Source, skipped: tuple[str, ...]
+    ) -> Acquired:
+        if isinstance(source, DirSource):
+            base = os.environ.get(source.env)
+            if not base:
+                raise SourceSkipped(f"${source.env} is not set")
+            return self._from_folders(artifact, (Path(base) / source.subdir,), skipped, source)
+        with self.cache.lock(source.sha256):
+            blob = self.cache.lookup(source.sha256, _size(source))  # another process won
+            if blob is not None:
+                return self._finish(artifact, source, blob, "cache", True, skipped)
+            blob, origin = self._fetch_archive(source)
+        return self._finish(artifact, source, blob, origin, False, skipped)
+
+    def _fetch_archive(self, source: UrlSource | PipSource) -> tuple[Path, str]:
+        reasons: list[str] = []
+        for mirror in self.options.mirrors:
+            try:
+                return self._from_mirror(mirror, source), mirror
+            except SourceSkipped as reason:
+                reasons.append(f"mirror {mirror}: {reason}")
+        if self.options.offline:
+            raise SourceSkipped("; ".join([*reasons, "network disabled by --offline"]))
+        try:
+            if isinstance(source, UrlSource):
+                return self._download(source.url, source, _filename(source)), source.url
+            return self._pip_download(source), f"pip:{source.package}=={source.version}"
+        except FetchError as error:
+            raise SourceSkipped("; ".join([*reasons, str(error)])) from None
+
+    def _from_mirror(self, mirror: str, source: UrlSource | PipSource) -> Path:
+        name = _filename(source)
+        if "://" not in mirror:
+            candidate = Path(mirror) / name
+            if not candidate.is_file():
+                raise SourceSkipped(f"no {name} there")
+            return self.cache.import_copy(candidate, source.sha256, name, str(candidate))
+        if self.options.offline:
+            raise SourceSkipped("a URL mirror is network, disabled by --offline")
+        try:
+            return self._download(f"{mirror.rstrip('/')}/{name}", source, name)
+        except FetchError as error:
+            raise SourceSkipped(str(error)) from None
+
+    def _download(self, url: str, source: UrlSource | PipSource, name: str) -> Path:
+        sha512 = source.sha512 if isinstance(source, UrlSource) else None
+        pins = Pins(sha256=source.sha256, sha512=sha512, size=_size(source))
+        dest = self.cache.tmp / source.sha256
+        result = download(url, dest, pins, self.options.policy, self.progress(name, pins.size))
+        return self.cache.add(result.path, source.sha256, name, url)
+
+    def _pip_download(self, source: PipSource) -> Path:
+        origin = f"pip:{source.package}=={source.version}"
+        with tempfile.TemporaryDirectory(dir=self.cache.tmp) as folder:
+            wheel = pip_download(source, Path(folder))
+            return self.cache.import_copy(wheel, source.sha256, source.wheel, origin)
+
+    def _from_folders(
+        self,
+        artifact: Artifact,
+        folders: Sequence[Path],
+        skipped: tuple[str, ...],
+        source: DirSource | None = None,
+    ) -> Acquired:
+        """A local install: accepted by name, machine type and file-version range."""
+        ranges = source or next((s for s in artifact.sources if isinstance(s, DirSource)), None)
+        reasons = []
+        for folder in folders:
+            problem = check_local_folder(folder, artifact, ranges, self.profile.architecture)
+            if problem is None:
+                return Acquired(
+                    artifact.name, artifact.version, "dir", str(folder), None, None, None,
+                    True, folder, (folder,), skipped,
+                )  # fmt: skip
+            reasons.append(problem)
+        raise SourceSkipped("; ".join(reasons))
+
+    def _finish(
+        self,
+        artifact: Artifact,
+        source: UrlSource | PipSource,
+        blob: Path,
+        origin: str,
+        cached: bool,
+        skipped: tuple[str, ...],
+    ) -> Acquired:
+        tree = extract(blob, source.sha256, self.cache.extract_root, artifact.licenses)
+        return Acquired(
+            artifact=artifact.name,
+            version=artifact.version,
+            source=source.kind,
+            origin=origin,
+            filename=_filename(source),
+            sha256=source.sha256,
+            size=blob.stat().st_size,
+            cached=cached,
+            folder=tree.root,
+            dll_folders=dll_folders(tree.root, artifact),
+            skipped=skipped,
+        )
+
+
+def pip_download(source: PipSource, folder: Path) -> Path:
+    """`pip download` of exactly the pinned wheel through the user's pip configuration (index,
+    mirror, proxy, certificates), with pip itself enforcing the hash (--require-hashes)."""
+    requirements = folder / "requirements.txt"
+    requirements.write_text(f"{source.package}=={source.version} --hash=sha256:{source.sha256}\n")
+    command = [
+        sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+        "--require-hashes", "--progress-bar", "off", "--disable-pip-version-check",
+        *_wheel_target(source.wheel), "-r", str(requirements), "-d", str(folder),
+    ]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True)
+    wheel = folder / source.wheel
+    if result.returncode != 0 or not wheel.is_file():
+        last = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        raise FetchError(f"pip download {source.package}=={source.version} failed: {last}")
+    return wheel
+
+
+def _wheel_target(wheel: str) -> list[str]:
+    """pip's --platform/--python-version/--abi for the wheel's own tags (PEP 427 name)."""
+    parts = wheel.removesuffix(".whl").split("-")
+    python_tag, abi_tag, platform_tag = parts[-3], parts[-2], parts[-1]
+    args = ["--platform", platform_tag]
+    if python_tag.startswith("cp") and python_tag[2:].isdigit():
+        digits = python_tag[2:]
+        args += ["--python-version", f"{digits[0]}.{digits[1:]}", "--implementation", "cp"]
+        if abi_tag != "none":
+            args += ["--abi", abi_tag]
+    else:
+        args += ["--python-version", "3"]
+    return args
+
+
+def check_local_folder(
+    folder: Path, artifact: Artifact, source: DirSource | None, machine: str
+) -> str | None:
+    """None when `folder` can stand in for the artifact; else why not."""
+    if not folder.is_dir():
+        return f"{folder} does not exist"
+    names = {entry.name.lower(): entry for entry in folder.iterdir()}
+    for wanted in artifact.provides:
+        found = (
+            [p for n, p in names.items() if matches(wanted, n)]
+            if is_pattern(wanted)
+            else ([names[wanted.lower()]] if wanted.lower() in names else [])
+        )
+        if not found:
+            return f"{folder} has no {wanted}"
+        for path in found:
+            problem = _check_local_dll(path, source, machine)
+            if problem:
+                return problem
+    return None
+
+
+def _check_local_dll(path: Path, source: DirSource | None, machine: str) -> str | None:
+    try:
+        info = read_pe(path)
+    except InputFileError as error:
+        return str(error)
+    if info.machine != machine:
+        return f"{path} is {info.machine}, not {machine}"
+    version = info.file_version
+    if version is None or source is None:
+        return None
+    low, high = source.min_file_version, source.max_file_version
+    if (low and version < low) or (high and version >= high):
+        return (
+            f"{path} is version {format_version(version)}, outside "
+            f"[{format_version(low)}, {format_version(high)})"
+        )
+    return None
+
+
+def dll_folders(root: Path, artifact: Artifact) -> tuple[Path, ...]:
+    """Folders of the extracted tree holding the artifact's DLLs (archives differ: lib/, bin/,
+    onnxruntime/capi/, a wheel's .data/data/Scripts/), found by scanning, never hard-coded."""
+    folders: dict[Path, int] = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and any(matches(want, path.name) for want in artifact.provides):
+            folders[path.parent] = folders.get(path.parent, 0) + 1
+    return tuple(sorted(folders, key=lambda folder: (-folders[folder], str(folder))))
+
+
+def export_archives(acquired: Sequence[Acquired], cache: Cache, target: Path) -> list[Path]:
+    """Put every acquired archive into `target` under its own file name (a mirror folder for
+    air-gapped agents). Hard links where possible; a same-named file is replaced atomically."""
+    target.mkdir(parents=True, exist_ok=True)
+    written = []
+    for item in acquired:
+        if item.sha256 is None or item.filename is None:
+            continue
+        destination = target / item.filename
+        temp = target / f".{item.filename}.tmp"
+        temp.unlink(missing_ok=True)
+        try:
+            os.link(cache.blob(item.sha256), temp)
+        except OSError:
+            shutil.copyfile(cache.blob(item.sha256), temp)
+        os.replace(temp, destination)
+        written.append(destination)
+    return written
+
+
+def _filename(source: UrlSource | PipSource) -> str:
+    if isinstance(source, PipSource):
+        return source.wheel
+    return Path(urlsplit(source.url).path).name
+
+
+def _size(source: UrlSource | PipSource) -> int | None:
+    return source.size if isinstance(source, UrlSource) else None

@@ -1,0 +1,220 @@
+"""Act layer: the content-addressed download cache.
+
+Layout under the cache root (`--cache-dir`, else $BUNDLE_CACHE_DIR, else the platform cache folder):
+
+    blobs/sha256/<hash>         verified archives, named by their SHA-256
+    blobs/sha256/<hash>.json    what the blob was called and where it came from
+    extracted/<hash>/           the members bundle needs, extracted once per archive
+    tmp/                        partial downloads (*.part), resumed by the next run
+    locks/<hash>.lock           one writer per blob, across processes
+
+Invariant: a file under blobs/ has been verified against its pin before it was renamed there,
+so a hit needs only a cheap size check; `--verify` re-hashes it anyway.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO
+
+from bundler.errors import IntegrityError
+
+HASH_BLOCK = 1 << 20
+
+
+def default_cache_dir() -> Path:
+    """$BUNDLE_CACHE_DIR, else the platform's per-user cache folder."""
+    configured = os.environ.get("BUNDLE_CACHE_DIR")
+    if configured:
+        return Path(configured)
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        return Path(base) / "bundle" / "Cache"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "bundle"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bundle"
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(HASH_BLOCK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive advisory lock held while the block runs (blocks until it is free)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+b") as handle:
+        _lock(handle)
+        try:
+            yield
+        finally:
+            _unlock(handle)
+
+
+def _lock(handle: IO[bytes]) -> None:
+    if sys.platform == "win32":
+        import msvcrt
+        import time
+
+        while True:
+            try:
+                msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK, 1)
+                return
+            except OSError:  # LK_LOCK gives up after ~10 s; keep waiting like flock does
+                time.sleep(0.1)
+    else:
+        import fcntl
+
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+
+
+def _unlock(handle: IO[bytes]) -> None:
+    if sys.platform == "win32":
+        import msvcrt
+
+        handle.seek(0)
+        msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
+    else:
+        import fcntl
+
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    sha256: str
+    path: Path
+    size: int
+    names: tuple[str, ...]  # file names the blob was fetched as
+    origins: tuple[str, ...]  # URLs, "pip:pkg==ver", mirror paths
+    added: str
+
+
+class Cache:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.blobs = root / "blobs" / "sha256"
+        self.extract_root = root / "extracted"
+        self.tmp = root / "tmp"
+
+    def prepare(self) -> None:
+        for folder in (self.blobs, self.extract_root, self.tmp):
+            folder.mkdir(parents=True, exist_ok=True)
+
+    def blob(self, sha256: str) -> Path:
+        return self.blobs / sha256
+
+    def lock(self, sha256: str) -> AbstractContextManager[None]:
+        return file_lock(self.root / "locks" / f"{sha256}.lock")
+
+    def lookup(self, sha256: str, size: int | None = None, verify: bool = False) -> Path | None:
+        """The verified blob, or None. A blob whose size or (with verify) hash is wrong was
+        damaged after it was stored: it is removed and IntegrityError says so."""
+        path = self.blob(sha256)
+        if not path.is_file():
+            return None
+        actual_size = path.stat().st_size
+        if size is not None and actual_size != size:
+            self._discard(sha256)
+            raise IntegrityError(
+                f"cached {path} has {actual_size:,} bytes, the pin says {size:,}; "
+                "it was removed: run the command again to fetch it anew."
+            )
+        if verify and (actual := file_sha256(path)) != sha256:
+            self._discard(sha256)
+            raise IntegrityError(
+                f"cached {path} has SHA-256 {actual}, expected {sha256}; "
+                "it was removed: run the command again to fetch it anew."
+            )
+        return path
+
+    def add(self, verified: Path, sha256: str, name: str, origin: str) -> Path:
+        """Move an already verified file (in the cache's filesystem) into the store."""
+        target = self.blob(sha256)
+        os.replace(verified, target)
+        self.remember(sha256, name, origin)
+        return target
+
+    def import_copy(self, source: Path, sha256: str, name: str, origin: str) -> Path:
+        """Copy a file from elsewhere (a mirror folder), hashing while copying, then store it."""
+        self.prepare()
+        digest = hashlib.sha256()
+        with tempfile.NamedTemporaryFile(dir=self.tmp, suffix=".part", delete=False) as out:
+            temp = Path(out.name)
+            with source.open("rb") as handle:
+                for block in iter(lambda: handle.read(HASH_BLOCK), b""):
+                    digest.update(block)
+                    out.write(block)
+        if digest.hexdigest() != sha256:
+            temp.unlink()
+            raise IntegrityError(
+                f"{source}: SHA-256 {digest.hexdigest()} does not match the pin {sha256}; "
+                "the mirror holds a different file: replace it."
+            )
+        return self.add(temp, sha256, name, origin)
+
+    def remember(self, sha256: str, name: str, origin: str) -> None:
+        record = self._record(sha256)
+        record["names"] = sorted(set(record.get("names", [])) | {name})
+        record["origins"] = sorted(set(record.get("origins", [])) | {origin})
+        record.setdefault("added", datetime.now(UTC).isoformat(timespec="seconds"))
+        temp = self.blobs / f".{sha256}.json.tmp"
+        temp.write_text(json.dumps(record, indent=2))
+        os.replace(temp, self.blobs / f"{sha256}.json")
+
+    def _record(self, sha256: str) -> dict[str, list[str] | str]:
+        path = self.blobs / f"{sha256}.json"
+        try:
+            data = json.loads(path.read_text())
+            return data if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def entries(self) -> list[CacheEntry]:
+        if not self.blobs.is_dir():
+            return []
+        found = []
+        for path in sorted(self.blobs.iterdir()):
+            if path.suffix or path.name.startswith("."):
+                continue
+            record = self._record(path.name)
+            found.append(
+                CacheEntry(
+                    sha256=path.name,
+                    path=path,
+                    size=path.stat().st_size,
+                    names=tuple(record.get("names", ())),
+                    origins=tuple(record.get("origins", ())),
+                    added=str(record.get("added", "")),
+                )
+            )
+        return found
+
+    def clean(self, everything: bool = False) -> int:
+        """Remove partial downloads and extracted trees (and with everything, the blobs).
+        Returns the number of bytes freed."""
+        targets = [self.tmp, self.extract_root] + ([self.blobs] if everything else [])
+        freed = 0
+        for folder in targets:
+            if folder.is_dir():
+                freed += sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+                shutil.rmtree(folder)
+        return freed
+
+    def _discard(self, sha256: str) -> None:
+        self.blob(sha256).unlink(missing_ok=True)
+        shutil.rmtree(self.extract_root / sha256, ignore_errors=True)
