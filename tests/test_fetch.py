@@ -1,0 +1,337 @@
+"""`bundle fetch` as a user runs it: sources, fallbacks, mirrors, offline, concurrency.
+
+Network code runs against the real HTTP server of tests/httpserver.py on 127.0.0.1, and against
+real pip, pointed by its own environment variables at the pinned wheels already fetched into the
+test cache (exactly how a corporate agent points pip at its mirror)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import stat
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, RealDlls, run_bundle, test_cache_dir
+from tests.httpserver import HttpServer
+from tests.pefactory import PESpec, build_pe
+
+GPU = "ort-1.19.2-gpu-cuda12"
+CPU = "ort-1.19.2-cpu"
+
+
+def pip_env(**extra: str) -> dict[str, str]:
+    """pip reads these like a user's pip.conf: no index, the pinned wheels as find-links."""
+    return {
+        "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": str(test_cache_dir() / "wheels"),
+        **extra,
+    }
+
+
+def fetch(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bundler", "fetch", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "BUNDLE_DEBUG": "", **(env or {})},
+    )
+
+
+def artifacts(result: subprocess.CompletedProcess[str]) -> list[dict[str, object]]:
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["schema_version"] == 1
+    items = data["artifacts"]
+    assert isinstance(items, list)
+    return items
+
+
+# --- the acceptance run on the real profile -----------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def gpu_fetch(
+    real_dlls: RealDlls, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    cache = tmp_path_factory.mktemp("fetch") / "cache"
+    return cache, fetch("--profile", GPU, "--cache-dir", str(cache), "--json", env=pip_env())
+
+
+@pytest.mark.realdata
+def test_gpu_fetch_falls_back_from_unreachable_urls_to_pinned_wheels(
+    gpu_fetch: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    cache, result = gpu_fetch
+    items = artifacts(result)
+    assert [item["artifact"] for item in items] == [
+        "onnxruntime",
+        "cuda-runtime",
+        "cublas",
+        "cufft",
+        "nvrtc",
+        "cudnn",
+        "msvc-runtime",
+    ]
+    assert {item["source"] for item in items} == {"pip"}
+    assert not any(item["cached"] for item in items)
+    with_url = [item for item in items if item["skipped"]]
+    assert [item["artifact"] for item in with_url] == ["onnxruntime", "cuda-runtime", "cublas"]
+    for item in with_url:
+        (reason,) = item["skipped"]  # type: ignore[misc]
+        assert reason.startswith("url: cannot resolve host") and "unreachable" in reason
+    # Every archive in the cache has exactly the bytes its pin promises.
+    for item in items:
+        blob = cache / "blobs" / "sha256" / str(item["sha256"])
+        assert hashlib.sha256(blob.read_bytes()).hexdigest() == item["sha256"]
+    assert not list((cache / "tmp").iterdir())
+
+
+@pytest.mark.realdata
+def test_second_gpu_fetch_downloads_nothing(
+    gpu_fetch: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    cache, _ = gpu_fetch
+    # pip pointed nowhere: any attempt to fetch would fail the run.
+    again = fetch(
+        "--profile", GPU, "--cache-dir", str(cache), "--json",
+        env={"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(cache / "nowhere")},
+    )  # fmt: skip
+    items = artifacts(again)
+    assert all(item["cached"] for item in items)
+    assert all(item["skipped"] == [] for item in items)
+
+
+@pytest.mark.realdata
+def test_fetched_folders_give_the_complete_closure(
+    gpu_fetch: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    _, result = gpu_fetch
+    search = [arg for item in artifacts(result) for arg in ("--search", item["dll_folders"][0])]  # type: ignore[index]
+    deps = run_bundle("deps", str(REPO / "examples" / "hello" / "hello.exe"), *search)
+    assert deps.returncode == 0, deps.stdout + deps.stderr
+    assert "Bundled: 21 DLLs" in deps.stdout
+
+
+# --- air-gapped agents ------------------------------------------------------------------------
+
+
+@pytest.mark.realdata
+def test_export_then_offline_mirror_in_a_fresh_cache(real_dlls: RealDlls, tmp_path: Path) -> None:
+    mirror = tmp_path / "mirror"
+    first = fetch(
+        "--profile", CPU, "--cache-dir", str(tmp_path / "c1"), "--to", str(mirror), "--json",
+        env=pip_env(),
+    )  # fmt: skip
+    exported = sorted(path.name for path in mirror.iterdir())
+    assert exported == sorted(str(item["filename"]) for item in artifacts(first))
+    # No network at all: pip has no index, and any HTTP(S) would go to a dead proxy.
+    dead = "http://127.0.0.1:9"
+    offline = fetch(
+        "--profile", CPU, "--cache-dir", str(tmp_path / "c2"),
+        "--mirror", str(mirror), "--offline", "--json",
+        env={"PIP_NO_INDEX": "1", "HTTPS_PROXY": dead, "HTTP_PROXY": dead},
+    )  # fmt: skip
+    items = artifacts(offline)
+    assert [item["origin"] for item in items] == [str(mirror / name) for name in exported[::-1]]
+    assert not any(item["cached"] for item in items)
+
+
+def test_offline_without_mirror_fails_with_exit_8(tmp_path: Path) -> None:
+    result = fetch("--profile", CPU, "--cache-dir", str(tmp_path / "c"), "--offline")
+    assert result.returncode == 8
+    assert "network disabled by --offline" in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+@pytest.mark.realdata
+def test_two_fetches_at_once_share_one_verified_copy(real_dlls: RealDlls, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    command = [
+        sys.executable,
+        "-m",
+        "bundler",
+        "fetch",
+        "--profile",
+        CPU,
+        "--cache-dir",
+        str(cache),
+    ]
+    env = {**os.environ, **pip_env()}
+    runs = [
+        subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for _ in range(2)
+    ]
+    for run in runs:
+        _, err = run.communicate(timeout=300)
+        assert run.returncode == 0, err.decode()
+    blobs = [p for p in (cache / "blobs" / "sha256").iterdir() if not p.suffix]
+    assert len(blobs) == 2
+    for blob in blobs:
+        assert hashlib.sha256(blob.read_bytes()).hexdigest() == blob.name
+    assert list((cache / "tmp").iterdir()) == []
+
+
+# --- a small profile of our own, served by the local HTTP server ------------------------------
+
+
+def dll_bytes() -> bytes:
+    return build_pe(PESpec(machine="x64", file_version=(1, 0, 0, 0)))
+
+
+def make_zip(members: dict[str, bytes], symlink: str | None = None) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+        if symlink:
+            info = zipfile.ZipInfo(symlink)
+            info.external_attr = (stat.S_IFLNK | 0o777) << 16
+            archive.writestr(info, "/etc/passwd")
+    return buffer.getvalue()
+
+
+def write_profile(folder: Path, archive: bytes, name: str = "tiny-1.0.zip") -> Path:
+    digest = hashlib.sha256(archive).hexdigest()
+    path = folder / "tiny.toml"
+    path.write_text(
+        f"""schema_version = 1
+name = "tiny"
+description = "one zip"
+architecture = "x64"
+min_windows = "10.0.10240"
+vc_runtime = "app-local"
+roots = ["tiny.dll"]
+
+[[artifacts]]
+name = "tiny"
+version = "1.0"
+provides = ["tiny.dll"]
+licenses = ["LICENSE"]
+
+[[artifacts.sources]]
+kind = "url"
+url = "https://downloads.invalid/tiny/{name}"
+sha256 = "{digest}"
+size = {len(archive)}
+
+[[artifacts.sources]]
+kind = "dir"
+env = "TINY_HOME"
+subdir = "bin"
+"""
+    )
+    return path
+
+
+def test_http_mirror_needs_allow_http(http_server: HttpServer, tmp_path: Path) -> None:
+    archive = make_zip({"tiny/bin/tiny.dll": dll_bytes(), "tiny/LICENSE": b"MIT"})
+    profile = write_profile(tmp_path, archive)
+    http_server.serve_bytes("/mirror/tiny-1.0.zip", archive)
+    mirror = http_server.url("/mirror")
+    cache = str(tmp_path / "cache")
+
+    refused = fetch("--profile", str(profile), "--cache-dir", cache, "--mirror", mirror)
+    assert refused.returncode == 8
+    assert "plain HTTP" in refused.stderr or "http://" in refused.stderr
+    assert http_server.requests_for("/mirror/tiny-1.0.zip") == []
+
+    allowed = fetch(
+        "--profile", str(profile), "--cache-dir", cache, "--mirror", mirror, "--allow-http",
+        "--json",
+    )  # fmt: skip
+    (item,) = artifacts(allowed)
+    assert item["origin"] == f"{mirror}/tiny-1.0.zip"
+    folder = Path(str(item["dll_folders"][0]))  # type: ignore[index]
+    assert folder.name == "bin" and (folder / "tiny.dll").read_bytes() == dll_bytes()
+    assert (Path(str(item["folder"])) / "tiny" / "LICENSE").read_text() == "MIT"
+
+
+def test_wrong_bytes_on_a_mirror_stop_the_run(http_server: HttpServer, tmp_path: Path) -> None:
+    archive = make_zip({"tiny/bin/tiny.dll": dll_bytes()})
+    profile = write_profile(tmp_path, archive)
+    tampered = archive[:-1] + bytes([archive[-1] ^ 1])
+    http_server.serve_bytes("/m/tiny-1.0.zip", tampered)
+    result = fetch(
+        "--profile", str(profile), "--cache-dir", str(tmp_path / "cache"),
+        "--mirror", http_server.url("/m"), "--allow-http",
+    )  # fmt: skip
+    assert result.returncode == 9
+    assert hashlib.sha256(archive).hexdigest() in result.stderr
+    assert hashlib.sha256(tampered).hexdigest() in result.stderr
+    assert [p for p in (tmp_path / "cache" / "blobs" / "sha256").iterdir()] == []
+
+
+def test_unsafe_archive_is_refused_with_nothing_written(
+    http_server: HttpServer, tmp_path: Path
+) -> None:
+    archive = make_zip(
+        {"tiny/bin/tiny.dll": dll_bytes(), "../evil.dll": b"MZ", "/abs.dll": b"MZ"},
+        symlink="tiny/bin/link.dll",
+    )
+    profile = write_profile(tmp_path, archive)
+    http_server.serve_bytes("/m/tiny-1.0.zip", archive)
+    result = fetch(
+        "--profile", str(profile), "--cache-dir", str(tmp_path / "cache"),
+        "--mirror", http_server.url("/m"), "--allow-http",
+    )  # fmt: skip
+    assert result.returncode == 10
+    assert "evil.dll" in result.stderr or "abs.dll" in result.stderr or "link.dll" in result.stderr
+    extracted = tmp_path / "cache" / "extracted"
+    assert not extracted.exists() or list(extracted.iterdir()) == []
+    assert not (tmp_path / "evil.dll").exists() and not (tmp_path / "cache" / "evil.dll").exists()
+
+
+def test_local_install_is_accepted_by_name_machine_and_version(tmp_path: Path) -> None:
+    archive = make_zip({"tiny/bin/tiny.dll": dll_bytes()})
+    profile = write_profile(tmp_path, archive)
+    home = tmp_path / "tiny-home"
+    (home / "bin").mkdir(parents=True)
+    cache = str(tmp_path / "cache")
+
+    unset = fetch("--profile", str(profile), "--cache-dir", cache, "--source", "dir")
+    assert unset.returncode == 8
+    assert "$TINY_HOME is not set" in unset.stderr
+    assert "url: not allowed by --source dir" in unset.stderr
+
+    empty = fetch("--profile", str(profile), "--cache-dir", cache, env={"TINY_HOME": str(home)})
+    assert empty.returncode == 8 and "has no tiny.dll" in empty.stderr
+    assert "cannot resolve host downloads.invalid" in empty.stderr
+
+    (home / "bin" / "tiny.dll").write_bytes(build_pe(PESpec(machine="x86")))
+    wrong = fetch("--profile", str(profile), "--cache-dir", cache, env={"TINY_HOME": str(home)})
+    assert wrong.returncode == 8 and "is x86, not x64" in wrong.stderr
+
+    (home / "bin" / "tiny.dll").write_bytes(dll_bytes())
+    good = fetch(
+        "--profile", str(profile), "--cache-dir", cache, "--json", env={"TINY_HOME": str(home)}
+    )
+    (item,) = artifacts(good)
+    assert (item["source"], item["origin"]) == ("dir", str(home / "bin"))
+    assert item["skipped"][0].startswith("url: cannot resolve host")  # type: ignore[index]
+
+
+def test_cache_list_and_clean(http_server: HttpServer, tmp_path: Path) -> None:
+    archive = make_zip({"tiny/bin/tiny.dll": dll_bytes()})
+    profile = write_profile(tmp_path, archive)
+    http_server.serve_bytes("/m/tiny-1.0.zip", archive)
+    cache = tmp_path / "cache"
+    fetched = fetch(
+        "--profile", str(profile), "--cache-dir", str(cache),
+        "--mirror", http_server.url("/m"), "--allow-http",
+    )  # fmt: skip
+    assert fetched.returncode == 0, fetched.stderr
+    listing = run_bundle("cache", "list", "--cache-dir", str(cache))
+    digest = hashlib.sha256(archive).hexdigest()
+    assert f"{digest[:16]}" in listing.stdout and "tiny-1.0.zip" in listing.stdout
+    assert run_bundle("cache", "clean", "--cache-dir", str(cache)).returncode == 0
+    assert not (cache / "extracted").exists()
+    assert (cache / "blobs" / "sha256" / digest).is_file()
+    assert run_bundle("cache", "clean", "--all", "--cache-dir", str(cache)).returncode == 0
+    assert not (cache / "blobs" / "sha256").exists()
