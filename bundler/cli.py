@@ -88,9 +88,14 @@ def deps(
     show_system: Annotated[
         bool, typer.Option("--all", help="Show system DLLs and API sets in the tree too.")
     ] = False,
+    fetch_artifacts: Annotated[
+        bool,
+        typer.Option("--fetch", help="Also search the profile's artifacts (fetched if needed)."),
+    ] = False,
+    cache_dir: CacheDirOption = None,
 ) -> None:
     """Resolve the complete DLL closure of FILES; exit 3 when anything is missing."""
-    plan = _resolve(files, profile, search or [])
+    plan = _resolve(files, profile, search or [], fetch_artifacts, cache_dir)
     if why is not None:
         _print_why(plan, why)
     elif as_json:
@@ -103,12 +108,23 @@ def deps(
         raise typer.Exit(ExitCode.MISSING)
 
 
-def _resolve(files: list[Path], profile_name: str, search: list[Path]) -> Plan:
+def _resolve(
+    files: list[Path],
+    profile_name: str,
+    search: list[Path],
+    fetch: bool = False,
+    cache_dir: Path | None = None,
+) -> Plan:
+    """Inputs are read before any fetch, so a wrong exe fails at once, not after a download."""
     profile = load_profile(profile_name)
     for folder in search:
         if not folder.is_dir():
             raise InputFileError(f"--search {folder}: no such folder.")
     apps = [read_pe(path) for path in files]
+    if fetch:
+        cache = Cache(cache_dir or default_cache_dir())
+        acquired = acquire_profile(profile, cache, AcquireOptions(), progress_for)
+        search = search + [folder for item in acquired for folder in item.dll_folders]
     return resolve(apps, profile, load_system_policy(), search)
 
 

@@ -109,14 +109,15 @@ def test_second_gpu_fetch_downloads_nothing(
 
 
 @pytest.mark.realdata
-def test_fetched_folders_give_the_complete_closure(
+def test_deps_fetch_uses_the_cached_artifacts(
     gpu_fetch: tuple[Path, subprocess.CompletedProcess[str]],
 ) -> None:
-    _, result = gpu_fetch
-    search = [arg for item in artifacts(result) for arg in ("--search", item["dll_folders"][0])]  # type: ignore[index]
-    deps = run_bundle("deps", str(REPO / "examples" / "hello" / "hello.exe"), *search)
+    cache, _ = gpu_fetch
+    hello = REPO / "examples" / "hello" / "hello.exe"
+    deps = run_bundle("deps", "--fetch", "--cache-dir", str(cache), str(hello))
     assert deps.returncode == 0, deps.stdout + deps.stderr
     assert "Bundled: 21 DLLs" in deps.stdout
+    assert f"{cache}/extracted/" in deps.stdout
 
 
 # --- air-gapped agents ------------------------------------------------------------------------
@@ -335,3 +336,23 @@ def test_cache_list_and_clean(http_server: HttpServer, tmp_path: Path) -> None:
     assert (cache / "blobs" / "sha256" / digest).is_file()
     assert run_bundle("cache", "clean", "--all", "--cache-dir", str(cache)).returncode == 0
     assert not (cache / "blobs" / "sha256").exists()
+
+
+def test_verify_rehashes_cached_archives(http_server: HttpServer, tmp_path: Path) -> None:
+    archive = make_zip({"tiny/bin/tiny.dll": dll_bytes()})
+    profile = write_profile(tmp_path, archive)
+    http_server.serve_bytes("/m/tiny-1.0.zip", archive)
+    cache = tmp_path / "cache"
+    args = ["--profile", str(profile), "--cache-dir", str(cache)]
+    first = fetch(*args, "--mirror", http_server.url("/m"), "--allow-http")
+    assert first.returncode == 0, first.stderr
+    digest = hashlib.sha256(archive).hexdigest()
+    blob = cache / "blobs" / "sha256" / digest
+    damaged = bytearray(blob.read_bytes())
+    damaged[100] ^= 0xFF  # same size: only a full re-hash can tell
+    blob.write_bytes(bytes(damaged))
+    assert fetch(*args).returncode == 0  # the cheap check trusts the stored file
+    verified = fetch(*args, "--verify")
+    assert verified.returncode == 9
+    assert f"expected {digest}" in verified.stderr
+    assert not blob.exists()
