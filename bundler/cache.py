@@ -218,3 +218,28 @@ class Cache:
     def _discard(self, sha256: str) -> None:
         self.blob(sha256).unlink(missing_ok=True)
         shutil.rmtree(self.extract_root / sha256, ignore_errors=True)
+
+    def known_hash(self, archive_sha256: str, member: str, path: Path) -> str | None:
+        """The SHA-256 of an extracted member, if an earlier build hashed this very file."""
+        record = self._hashes(archive_sha256).get(member)
+        stat = path.stat()
+        if record and record[1:] == [stat.st_size, stat.st_mtime_ns]:
+            return str(record[0])
+        return None
+
+    def remember_hash(self, archive_sha256: str, member: str, path: Path, sha256: str) -> None:
+        hashes = self._hashes(archive_sha256)
+        stat = path.stat()
+        hashes[member] = [sha256, stat.st_size, stat.st_mtime_ns]
+        memo = self.extract_root / archive_sha256 / ".hashes.json"
+        temp = memo.with_name(f".hashes.{os.getpid()}.tmp")
+        temp.write_text(json.dumps(hashes, indent=1, sort_keys=True))
+        os.replace(temp, memo)
+
+    def _hashes(self, archive_sha256: str) -> dict[str, list[str | int]]:
+        memo = self.extract_root / archive_sha256 / ".hashes.json"
+        try:
+            data = json.loads(memo.read_text())
+            return data if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            return {}

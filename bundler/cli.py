@@ -17,9 +17,12 @@ import typer
 
 from bundler import __version__, views
 from bundler.acquire import AcquireOptions, acquire_profile, export_archives
+from bundler.appconfig import CONFIG_NAME, AppConfig, find_config, load_config
+from bundler.build import BuildOptions
+from bundler.build import build as run_build
 from bundler.cache import Cache, default_cache_dir
 from bundler.download import DownloadPolicy
-from bundler.errors import BundleError, ExitCode, InputFileError
+from bundler.errors import BundleError, ConfigError, ExitCode, InputFileError
 from bundler.pe import read_pe
 from bundler.plan import Plan
 from bundler.profiles import DEFAULT_PROFILE, available_profiles, load_profile
@@ -175,6 +178,92 @@ def fetch(
     if to is not None:
         export_archives(acquired, cache, to)
     typer.echo(views.acquired_json(acquired) if as_json else views.acquired_table(acquired))
+
+
+@app.command()
+def build(
+    exe: Annotated[
+        Path | None,
+        typer.Argument(metavar="[EXE]", help="The app's .exe (default: from bundle.toml)."),
+    ] = None,
+    profile: Annotated[
+        str | None, typer.Option("--profile", "-p", help="Target profile (name or .toml).")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Output folder (default: the exe's folder).")
+    ] = None,
+    search: SearchOption = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show the plan, write nothing.")
+    ] = False,
+    clean: Annotated[
+        bool, typer.Option("--clean", help="First remove the files an earlier build wrote.")
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite files bundle did not write.")
+    ] = False,
+    link: Annotated[
+        bool | None, typer.Option("--link/--copy", help="Hard-link files from the cache.")
+    ] = None,
+    locked: Annotated[
+        bool, typer.Option("--locked", help="Fail if the result differs from bundle.lock.json.")
+    ] = False,
+    vc_runtime: Annotated[
+        str | None, typer.Option("--vc-runtime", help="app-local or installer.")
+    ] = None,
+    vc_redist: Annotated[
+        Path | None, typer.Option("--vc-redist", help="vc_redist.x64.exe for installer mode.")
+    ] = None,
+    sbom: Annotated[
+        bool | None, typer.Option("--sbom/--no-sbom", help="Write a CycloneDX SBOM.")
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="bundle.toml to read (default: beside EXE).")
+    ] = None,
+    cache_dir: CacheDirOption = None,
+    mirror: Annotated[
+        list[str] | None, typer.Option("--mirror", help="Archive folder or URL (repeatable).")
+    ] = None,
+    offline: Annotated[bool, typer.Option("--offline", help="No network.")] = False,
+    allow_http: Annotated[
+        bool, typer.Option("--allow-http", help="Allow http:// mirrors.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Deploy EXE's complete DLL closure next to it (or into --out), with a lock file."""
+    settings = _app_config(config, exe)
+    chosen_exe = exe or settings.exe
+    if chosen_exe is None:
+        raise ConfigError("no EXE given and no bundle.toml with [build] exe in this folder.")
+    options = BuildOptions(
+        exe=chosen_exe,
+        profile=profile or settings.profile or DEFAULT_PROFILE,
+        cache_dir=cache_dir or default_cache_dir(),
+        out=out or settings.out,
+        search=tuple(search or ()) + settings.search,
+        vc_runtime=vc_runtime or settings.vc_runtime,
+        vc_redist=vc_redist or settings.vc_redist,
+        dry_run=dry_run,
+        clean=clean,
+        force=force,
+        link=bool(link if link is not None else settings.link),
+        locked=locked,
+        sbom=bool(sbom if sbom is not None else settings.sbom),
+        acquire=AcquireOptions(
+            mirrors=tuple(mirror or ()),
+            offline=offline,
+            policy=DownloadPolicy(allow_http=allow_http),
+        ),
+    )
+    result = run_build(options, progress_for)
+    typer.echo(views.build_json(result) if as_json else views.build_report(result))
+
+
+def _app_config(config: Path | None, exe: Path | None) -> AppConfig:
+    path = config or find_config(exe.parent if exe else Path.cwd())
+    if config is not None and not config.is_file():
+        raise ConfigError(f"--config {config}: no such file.")
+    return load_config(path) if path else AppConfig(path=Path(CONFIG_NAME))
 
 
 @cache_app.command("list")

@@ -23,6 +23,10 @@ class ExitCode(IntEnum):
     FETCH = 8  # an artifact could not be acquired (unreachable, HTTP error, timeout, offline)
     INTEGRITY = 9  # a download or cached file does not match its pinned hash or size
     ARCHIVE = 10  # an archive is corrupt or unsafe (absolute path, "..", symlink, size lie)
+    VC_RUNTIME = 11  # the VC++ runtime available is older than a bundled binary needs
+    CONFLICT = 12  # a different file the user put there would be overwritten (use --force)
+    LOCKED = 13  # --locked: the result would differ from bundle.lock.json
+    CONFIG = 14  # bundle.toml is invalid, or the command line lacks what it needs
 
 
 class BundleError(Exception):
@@ -84,3 +88,27 @@ class ArchiveError(BundleError):
     """An archive that is corrupt, or unsafe to extract."""
 
     exit_code = ExitCode.ARCHIVE
+
+
+class VcRuntimeError(BundleError):
+    """The VC++ runtime DLLs are older than the newest MSVC linker among the binaries."""
+
+    exit_code = ExitCode.VC_RUNTIME
+
+
+class ConflictError(BundleError):
+    """Deploying would overwrite a file bundle did not write."""
+
+    exit_code = ExitCode.CONFLICT
+
+
+class LockMismatchError(BundleError):
+    """The build result differs from the committed lock file."""
+
+    exit_code = ExitCode.LOCKED
+
+
+class ConfigError(BundleError):
+    """bundle.toml or the options are invalid or incomplete."""
+
+    exit_code = ExitCode.CONFIG

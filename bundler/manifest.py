@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from bundler.errors import ProfileError
+from bundler.errors import BundleError, ProfileError
 
 SUPPORTED_SCHEMA = 1
 _HEX = re.compile(r"[0-9a-f]+")
@@ -39,12 +39,15 @@ def load_toml(path: Path) -> Table:
 class Table:
     """A TOML table being validated; `where` names the file and key path for messages."""
 
-    def __init__(self, data: dict[str, Any], where: str) -> None:
+    def __init__(
+        self, data: dict[str, Any], where: str, error: type[BundleError] = ProfileError
+    ) -> None:
         self._data = dict(data)
         self.where = where
+        self.error = error
 
-    def _fail(self, key: str, problem: str) -> ProfileError:
-        return ProfileError(f"{self.where}: key '{key}' {problem}.")
+    def _fail(self, key: str, problem: str) -> BundleError:
+        return self.error(f"{self.where}: key '{key}' {problem}.")
 
     def _take(self, key: str, kind: type, default: Any = ...) -> Any:
         if key not in self._data:
@@ -58,6 +61,9 @@ class Table:
 
     def string(self, key: str, default: Any = ...) -> Any:
         return self._take(key, str, default)
+
+    def boolean(self, key: str, default: Any = ...) -> Any:
+        return self._take(key, bool, default)
 
     def integer(self, key: str, default: Any = ...) -> Any:
         return self._take(key, int, default)
@@ -75,18 +81,19 @@ class Table:
         return value
 
     def table(self, key: str) -> Table:
-        return Table(self._take(key, dict), f"{self.where} [{key}]")
+        return Table(self._take(key, dict), f"{self.where} [{key}]", self.error)
 
     def tables(self, key: str, default: Any = ...) -> list[Table]:
         items = self._take(key, list, default)
         if not all(isinstance(item, dict) for item in items):
             raise self._fail(key, "must be an array of tables")
         return [
-            Table(item, f"{self.where} [{key}#{index + 1}]") for index, item in enumerate(items)
+            Table(item, f"{self.where} [{key}#{index + 1}]", self.error)
+            for index, item in enumerate(items)
         ]
 
     def done(self) -> None:
         """Every key must have been read: an unknown key is a typo or a newer schema."""
         if self._data:
             unknown = ", ".join(sorted(self._data))
-            raise ProfileError(f"{self.where}: unknown key(s): {unknown}.")
+            raise self.error(f"{self.where}: unknown key(s): {unknown}.")

@@ -25,6 +25,7 @@ class Status(StrEnum):
     SYSTEM = "system"  # part of every Windows install the profile targets
     API_SET = "api-set"  # virtual name resolved by the loader's API set schema
     DRIVER = "driver"  # provided by the GPU driver: required on the target, never shipped
+    REDIST = "redist"  # VC++ runtime installed by vc_redist.x64.exe (--vc-runtime installer)
     MISSING = "missing"  # needed, but no search folder has a usable file
 
 
@@ -33,6 +34,14 @@ class EdgeKind(StrEnum):
     DELAY_IMPORT = "delay-import"
     RUNTIME = "runtime"  # a profile runtime rule: LoadLibrary at run time
     PROFILE_ROOT = "profile-root"  # always shipped by the profile
+
+
+EDGE_LABELS = {
+    EdgeKind.IMPORT: "import",
+    EdgeKind.DELAY_IMPORT: "delay-import",
+    EdgeKind.RUNTIME: "runtime",
+    EdgeKind.PROFILE_ROOT: "profile root",
+}
 
 
 @dataclass(frozen=True)
@@ -48,6 +57,10 @@ class PlanFile:
     signed: bool | None = None
     sha256: str | None = None  # filled when a stage hashes the file (build), not by deps
     note: str | None = None  # e.g. why a missing file could not be used
+    artifact: str | None = None  # the profile artifact that provided the file
+    origin: str | None = None  # URL, mirror file, "pip:pkg==ver" or local folder it came from
+    archive_sha256: str | None = None  # the verified archive the file was extracted from
+    member: str | None = None  # the file's path inside that archive
 
 
 @dataclass(frozen=True)
@@ -78,10 +91,10 @@ class Plan:
     findings: tuple[Finding, ...] = ()
     tool_version: str = __version__
     schema_version: int = SCHEMA_VERSION
-    _index: dict[str, PlanFile] = field(default_factory=dict, compare=False, repr=False)
+    _index: dict[str, PlanFile] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._index.update({item.key: item for item in self.files})
+        object.__setattr__(self, "_index", {item.key: item for item in self.files})
 
     def file(self, name: str) -> PlanFile | None:
         return self._index.get(name.lower())
@@ -124,6 +137,28 @@ class Plan:
                 chains.append([edge, *suffix])  # a profile root starts this chain
             elif edge.parent not in seen:
                 self._walk_up(edge.parent, parents, [edge, *suffix], seen | {edge.parent}, chains)
+
+    def chain_text(self, chain: list[Edge], target: str) -> str:
+        """`hello.exe -import-> onnxruntime.dll -runtime-> ...`, display spellings."""
+        if not chain:
+            return f"{self._name(target)} (given on the command line)"
+        start, rest = chain[0], chain
+        if start.parent is None:
+            text, rest = f"[profile root] -> {self._name(start.child)}", chain[1:]
+        else:
+            text = self._name(start.parent)
+        for edge in rest:
+            text += f" -{EDGE_LABELS[edge.kind]}-> {self._name(edge.child)}"
+        return text
+
+    def why(self, name: str) -> str | None:
+        """The shortest chain that needs `name`, as text (for the lock file)."""
+        chains = self.chains_to(name)
+        return self.chain_text(chains[0], name.lower()) if chains else None
+
+    def _name(self, key: str) -> str:
+        item = self._index.get(key)
+        return item.name if item else key
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -80,8 +80,10 @@ class Artifact:
     name: str
     version: str
     provides: tuple[str, ...]
-    licenses: tuple[str, ...]
+    licenses: tuple[str, ...]  # licence file names inside the archive, shipped in licenses/
     sources: tuple[Source, ...]
+    supplier: str = ""  # for the SBOM
+    license: str = ""  # SPDX expression (LicenseRef-... for vendor licences), for the SBOM
 
 
 @dataclass(frozen=True)
@@ -186,6 +188,8 @@ def _artifact(table: Table) -> Artifact:
         provides=table.strings("provides"),
         licenses=table.strings("licenses", ()),
         sources=tuple(_source(item) for item in table.tables("sources")),
+        supplier=table.string("supplier", ""),
+        license=table.string("license", ""),
     )
     table.done()
     return artifact

@@ -12,17 +12,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bundler.acquire import Acquired
+from bundler.build import BuildResult
 from bundler.cache import CacheEntry
-from bundler.plan import Edge, EdgeKind, Plan, PlanFile, Status
+from bundler.plan import EDGE_LABELS, Edge, EdgeKind, Plan, PlanFile, Status
 from bundler.profiles import Profile
 
 TREE_STATUSES = (Status.APP, Status.BUNDLED, Status.DRIVER, Status.MISSING)
-_EDGE_LABEL = {
-    EdgeKind.IMPORT: "import",
-    EdgeKind.DELAY_IMPORT: "delay-import",
-    EdgeKind.RUNTIME: "runtime",
-    EdgeKind.PROFILE_ROOT: "profile root",
-}
 
 
 def human_size(size: int | None) -> str:
@@ -41,7 +36,7 @@ def _label(item: PlanFile, edge: Edge | None) -> str:
     if item.status in (Status.APP, Status.BUNDLED):
         parts += [human_size(item.size), item.file_version or "no version"]
     if edge is not None:
-        parts.append(f"({_EDGE_LABEL[edge.kind]})")
+        parts.append(f"({EDGE_LABELS[edge.kind]})")
     if item.note:
         parts.append(f"- {item.note}")
     return "  ".join(parts)
@@ -119,30 +114,10 @@ def why(plan: Plan, name: str) -> str:
     where = f" (from {item.source})" if item.source and item.status == Status.BUNDLED else ""
     lines = [f"{item.name} is {item.status.value}{where}; {len(chains)} chain(s) need it:"]
     for chain in chains:
-        lines.append("  " + _chain(plan, chain, item))
+        lines.append("  " + plan.chain_text(chain, item.key))
     rules = {edge.detail for chain in chains for edge in chain if edge.kind == EdgeKind.RUNTIME}
     lines += [f"  runtime rule: {detail}" for detail in sorted(d for d in rules if d)]
     return "\n".join(lines)
-
-
-def _chain(plan: Plan, chain: list[Edge], target: PlanFile) -> str:
-    if not chain:
-        return f"{target.name} (given on the command line)"
-    start = chain[0]
-    if start.parent is None:
-        text = f"[profile root] -> {_display(plan, start.child)}"
-        rest = chain[1:]
-    else:
-        text = _display(plan, start.parent)
-        rest = chain
-    for edge in rest:
-        text += f" -{_EDGE_LABEL[edge.kind]}-> {_display(plan, edge.child)}"
-    return text
-
-
-def _display(plan: Plan, key: str) -> str:
-    item = plan.file(key)
-    return item.name if item else key
 
 
 def profile_table(profiles: list[Profile]) -> str:
@@ -210,3 +185,52 @@ def cache_table(root: Path, entries: Sequence[CacheEntry]) -> str:
     total = sum(entry.size for entry in entries)
     lines.append(f"{len(entries)} archive(s), {human_size(total)}")
     return "\n".join(lines)
+
+
+def build_report(result: BuildResult) -> str:
+    c = result.counters
+    verb = "Would deploy" if result.dry_run else "Deployed"
+    lines = [
+        f"{verb} {len(result.deployment.steps)} files for {result.plan.profile} into {result.out}"
+    ]
+    if result.dry_run:
+        for step in result.deployment.steps:
+            reason = f" ({step.reason})" if step.reason else ""
+            lines.append(f"  {step.action:<7} {step.placement.name}{reason}")
+        lines += [f"  remove  {name} (--clean)" for name in result.deployment.removals]
+    else:
+        lines.append(
+            f"  copied {c.copied} ({human_size(c.bytes_written)}), linked {c.linked}, "
+            f"unchanged {c.skipped}, removed {c.removed}; hashed {c.hashed} files"
+        )
+        lines.append(f"  lock file: {result.out / 'bundle.lock.json'}")
+    if result.deployment.stale:
+        names = ", ".join(result.deployment.stale)
+        lines.append(
+            f"  no longer needed (an earlier build wrote them; --clean removes them): {names}"
+        )
+    drivers = result.lock.driver_requirements
+    if drivers:
+        lines.append(f"  required on the target, never shipped: {', '.join(drivers)} (GPU driver)")
+    redist = result.plan.with_status(Status.REDIST)
+    if redist:
+        lines.append(f"  installed by vc_redist.x64.exe: {', '.join(i.name for i in redist)}")
+    return "\n".join(lines)
+
+
+def build_json(result: BuildResult) -> str:
+    data = {
+        "schema_version": 1,
+        "out": str(result.out),
+        "dry_run": result.dry_run,
+        "counters": dataclasses.asdict(result.counters),
+        "steps": [
+            {"name": s.placement.name, "action": s.action, "reason": s.reason}
+            for s in result.deployment.steps
+        ],
+        "removed_by_clean": list(result.deployment.removals),
+        "stale": list(result.deployment.stale),
+        "lock": json.loads(result.lock.to_json()),
+        "plan": result.plan.to_dict(),
+    }
+    return json.dumps(data, indent=2)

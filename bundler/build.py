@@ -1,0 +1,229 @@
+"""`bundle build`: acquire → resolve → decide → apply, as one short script of calls.
+
+Everything that writes into the output folder happens after every decision has been made and
+checked (missing DLLs, VC runtime version, conflicts, --locked): a failed build writes nothing
+there. Files go first, the lock file last, so the lock always describes complete files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from bundler.acquire import Acquired, AcquireOptions, ProgressFactory, acquire_profile
+from bundler.cache import Cache, file_sha256
+from bundler.deploy import Counters, Deployment, Placement, apply, plan_deployment, same_file
+from bundler.errors import ConfigError, LockMismatchError, MissingDependenciesError
+from bundler.lock import LOCK_NAME, Lock, LockedFile, differences, read_lock, write_lock
+from bundler.pe import read_pe
+from bundler.plan import Plan, PlanFile, Status
+from bundler.profiles import Artifact, Profile, load_profile
+from bundler.provenance import attach_provenance
+from bundler.resolve import resolve
+from bundler.sbom import SBOM_NAME, write_sbom
+from bundler.system import load_system_policy
+from bundler.vcruntime import apply_vc_runtime_policy
+
+LICENSES_DIR = "licenses"
+VC_REDIST_NAME = "vc_redist.x64.exe"
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    exe: Path
+    profile: str
+    cache_dir: Path
+    out: Path | None = None
+    search: tuple[Path, ...] = ()
+    vc_runtime: str | None = None
+    vc_redist: Path | None = None
+    dry_run: bool = False
+    clean: bool = False
+    force: bool = False
+    link: bool = False
+    locked: bool = False
+    sbom: bool = False
+    acquire: AcquireOptions = field(default_factory=AcquireOptions)
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a placed file comes from, as the lock file records it."""
+
+    kind: str
+    plan_file: PlanFile | None = None
+    artifact: Artifact | None = None
+    archive_sha256: str | None = None
+    member: str | None = None
+
+
+@dataclass
+class BuildResult:
+    out: Path
+    plan: Plan
+    lock: Lock
+    deployment: Deployment
+    counters: Counters
+    dry_run: bool
+
+
+def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
+    profile = load_profile(options.profile)
+    app = read_pe(options.exe)  # a wrong exe fails before any download
+    out = options.out or options.exe.parent
+    mode = options.vc_runtime or profile.vc_runtime
+    if mode == "installer" and options.vc_redist is None:
+        raise ConfigError(
+            "--vc-runtime installer needs --vc-redist PATH (the vc_redist.x64.exe to ship)."
+        )
+    cache = Cache(options.cache_dir)
+    acquired = acquire_profile(profile, cache, options.acquire, progress)
+    search = list(options.search) + [f for item in acquired for f in item.dll_folders]
+    plan = resolve([app], profile, load_system_policy(), search)
+    plan = apply_vc_runtime_policy(attach_provenance(plan, acquired), mode)
+    _require_complete(plan)
+    placed = placements(plan, profile, acquired, options, out)
+    previous = read_lock(out / LOCK_NAME)
+    sizes = {item.name: item.size for item in previous.files} if previous else {}
+    deployment = plan_deployment(
+        [p for p, _ in placed], out, sizes, options.link, options.force, options.clean
+    )
+    counters = Counters()
+    lock = _lock(plan, mode, placed, _hashes(placed, out, previous, cache, counters))
+    if options.locked:
+        _check_locked(out, previous, lock)
+    if not options.dry_run:
+        apply(deployment, counters)
+        write_lock(out / LOCK_NAME, lock)
+        if options.sbom:
+            write_sbom(out / SBOM_NAME, lock, profile, app.name)
+    return BuildResult(out, plan, lock, deployment, counters, options.dry_run)
+
+
+def _require_complete(plan: Plan) -> None:
+    if not plan.missing:
+        return
+    details = []
+    for item in plan.missing:
+        why = plan.why(item.key)
+        details.append(f"{item.name} (needed by {why})" if why else item.name)
+    raise MissingDependenciesError(
+        f"the closure is incomplete, nothing was written: missing {'; '.join(details)}. "
+        "Run 'bundle deps' with the same options for the full tree, or add --search DIR."
+    )
+
+
+def placements(
+    plan: Plan,
+    profile: Profile,
+    acquired: Sequence[Acquired],
+    options: BuildOptions,
+    out: Path,
+) -> list[tuple[Placement, Source]]:
+    """Every file the output folder must hold: the app (when --out is elsewhere), the bundled
+    DLLs, the artifacts' licence files, and vc_redist.x64.exe in installer mode."""
+    placed: list[tuple[Placement, Source]] = []
+    if options.exe.parent.resolve() != out.resolve():
+        app = plan.with_status(Status.APP)[0]
+        placed.append((Placement(options.exe.name, options.exe, app.size or 0), Source("app", app)))
+    for item in plan.with_status(Status.BUNDLED):
+        assert item.source is not None
+        source = Source("bundled", item, archive_sha256=item.archive_sha256, member=item.member)
+        placed.append((Placement(item.name, Path(item.source), item.size or 0), source))
+    placed += _licences(plan, profile, acquired)
+    if options.vc_redist is not None and plan.with_status(Status.REDIST):
+        size = options.vc_redist.stat().st_size
+        placed.append((Placement(VC_REDIST_NAME, options.vc_redist, size), Source("installer")))
+    return placed
+
+
+def _licences(
+    plan: Plan, profile: Profile, acquired: Sequence[Acquired]
+) -> list[tuple[Placement, Source]]:
+    used = {item.artifact for item in plan.with_status(Status.BUNDLED) if item.artifact}
+    artifacts = {artifact.name: artifact for artifact in profile.artifacts}
+    placed = []
+    for item in acquired:
+        if item.artifact not in used or item.sha256 is None:
+            continue
+        artifact = artifacts[item.artifact]
+        for wanted in artifact.licenses:
+            found = sorted(p for p in item.folder.rglob("*") if p.name.lower() == wanted.lower())
+            if found:
+                name = f"{LICENSES_DIR}/{item.artifact}/{found[0].name}"
+                member = found[0].relative_to(item.folder).as_posix()
+                source = Source("license", None, artifact, item.sha256, member)
+                placed.append((Placement(name, found[0], found[0].stat().st_size), source))
+    return placed
+
+
+def _hashes(
+    placed: Sequence[tuple[Placement, Source]],
+    out: Path,
+    previous: Lock | None,
+    cache: Cache,
+    counters: Counters,
+) -> dict[str, str]:
+    """SHA-256 of every placed file without re-reading what is already known: the cache's
+    memo of extracted members, else the previous lock for a target that is still identical
+    to its source; only then the file itself (counted in counters.hashed)."""
+    locked = previous.by_name() if previous else {}
+    hashes = {}
+    for placement, source in placed:
+        known = None
+        if source.archive_sha256 and source.member:
+            known = cache.known_hash(source.archive_sha256, source.member, placement.source)
+        entry = locked.get(placement.name)
+        unchanged = entry is not None and entry.size == placement.size
+        if known is None and unchanged and same_file(placement.source, out / placement.name):
+            known = entry.sha256 if entry else None
+        if known is None:
+            known = file_sha256(placement.source)
+            counters.hashed += 1
+            if source.archive_sha256 and source.member:
+                cache.remember_hash(source.archive_sha256, source.member, placement.source, known)
+        hashes[placement.name] = known
+    return hashes
+
+
+def _lock(
+    plan: Plan, mode: str, placed: Sequence[tuple[Placement, Source]], hashes: dict[str, str]
+) -> Lock:
+    files = []
+    for placement, source in placed:
+        item = source.plan_file
+        files.append(
+            LockedFile(
+                name=placement.name,
+                kind=source.kind,
+                sha256=hashes[placement.name],
+                size=placement.size,
+                file_version=item.file_version if item else None,
+                artifact=item.artifact
+                if item
+                else (source.artifact.name if source.artifact else None),
+                origin=item.origin if item else None,
+                archive_sha256=source.archive_sha256,
+                member=source.member,
+                why=plan.why(item.key) if item and source.kind == "bundled" else None,
+            )
+        )
+    drivers = tuple(sorted(item.name for item in plan.with_status(Status.DRIVER)))
+    return Lock(plan.profile, plan.architecture, mode, tuple(files), drivers)
+
+
+def _check_locked(out: Path, previous: Lock | None, lock: Lock) -> None:
+    if previous is None:
+        raise LockMismatchError(
+            f"{out / LOCK_NAME}: --locked needs an existing lock file; build once without it."
+        )
+    changes = differences(previous, replace(lock, tool_version=previous.tool_version))
+    if changes:
+        shown = "; ".join(changes[:8]) + (
+            f"; and {len(changes) - 8} more" if len(changes) > 8 else ""
+        )
+        raise LockMismatchError(
+            f"{out / LOCK_NAME}: the build would differ from the lock file ({shown}); nothing "
+            "was written. Rebuild without --locked to update it."
+        )

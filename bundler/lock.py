@@ -1,0 +1,100 @@
+"""bundle.lock.json: what a build put next to the exe, and why — a view of the Plan.
+
+Every file with its SHA-256, size, file version, where it came from (artifact, the URL / wheel /
+folder, the archive's SHA-256 and the member inside it) and the shortest chain that needs it.
+The next build reads it to know which files it owns (--clean, overwrite rules), to skip hashing
+unchanged files, and `--locked` compares a new result against it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from bundler import __version__
+from bundler.errors import PlanFormatError
+
+LOCK_NAME = "bundle.lock.json"
+SCHEMA_VERSION = 1
+# What must be equal for --locked: identity and content, not where a mirror served it from.
+_COMPARED = ("kind", "sha256", "size", "artifact", "archive_sha256", "member")
+
+
+@dataclass(frozen=True)
+class LockedFile:
+    name: str  # relative to the output folder, posix
+    kind: str  # "app" | "bundled" | "license" | "installer"
+    sha256: str
+    size: int
+    file_version: str | None = None
+    artifact: str | None = None
+    origin: str | None = None
+    archive_sha256: str | None = None
+    member: str | None = None
+    why: str | None = None
+
+
+@dataclass(frozen=True)
+class Lock:
+    profile: str
+    architecture: str
+    vc_runtime: str
+    files: tuple[LockedFile, ...]
+    driver_requirements: tuple[str, ...] = ()
+    tool_version: str = __version__
+    schema_version: int = SCHEMA_VERSION
+
+    def by_name(self) -> dict[str, LockedFile]:
+        return {item.name: item for item in self.files}
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        return json.dumps({"schema_version": data.pop("schema_version"), **data}, indent=2) + "\n"
+
+
+def read_lock(path: Path) -> Lock | None:
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+        if data.get("schema_version") != SCHEMA_VERSION:
+            raise PlanFormatError(
+                f"{path}: lock schema_version {data.get('schema_version')!r} is not "
+                f"{SCHEMA_VERSION}; delete it or rebuild with a matching bundle."
+            )
+        return Lock(
+            profile=data["profile"],
+            architecture=data["architecture"],
+            vc_runtime=data["vc_runtime"],
+            files=tuple(LockedFile(**item) for item in data["files"]),
+            driver_requirements=tuple(data.get("driver_requirements", ())),
+            tool_version=data.get("tool_version", "?"),
+        )
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise PlanFormatError(f"{path}: not a valid bundle lock file ({exc}).") from None
+
+
+def write_lock(path: Path, lock: Lock) -> None:
+    temp = path.with_name(f".{path.name}.bundle-tmp")
+    temp.write_text(lock.to_json())
+    os.replace(temp, path)
+
+
+def differences(old: Lock, new: Lock) -> list[str]:
+    """Human-readable differences that matter for --locked."""
+    changes = []
+    if old.profile != new.profile:
+        changes.append(f"profile {old.profile} -> {new.profile}")
+    before, after = old.by_name(), new.by_name()
+    for name in sorted(before.keys() - after.keys()):
+        changes.append(f"{name}: no longer part of the bundle")
+    for name in sorted(after.keys() - before.keys()):
+        changes.append(f"{name}: new in the bundle")
+    for name in sorted(before.keys() & after.keys()):
+        for key in _COMPARED:
+            a, b = getattr(before[name], key), getattr(after[name], key)
+            if a != b:
+                changes.append(f"{name}: {key} {a} -> {b}")
+    return changes

@@ -1,0 +1,36 @@
+"""Decide layer: which artifact, archive and member each bundled file came from.
+
+The resolver only knows paths; the lock file, the SBOM and the licence folder need to know that
+`.../extracted/<archive sha256>/nvidia/cudnn/bin/cudnn64_9.dll` is member
+`nvidia/cudnn/bin/cudnn64_9.dll` of the pinned cuDNN wheel. Pure: paths are compared, not read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from bundler.acquire import Acquired
+from bundler.plan import Plan, PlanFile, Status
+
+
+def attach_provenance(plan: Plan, acquired: Sequence[Acquired]) -> Plan:
+    return replace(plan, files=tuple(_with_origin(item, acquired) for item in plan.files))
+
+
+def _with_origin(item: PlanFile, acquired: Sequence[Acquired]) -> PlanFile:
+    if item.status is not Status.BUNDLED or item.source is None:
+        return item
+    path = Path(item.source)
+    for artifact in acquired:
+        if path.is_relative_to(artifact.folder):
+            member = path.relative_to(artifact.folder).as_posix() if artifact.sha256 else None
+            return replace(
+                item,
+                artifact=artifact.artifact,
+                origin=artifact.origin,
+                archive_sha256=artifact.sha256,
+                member=member,
+            )
+    return replace(item, origin=str(path.parent))

@@ -1,0 +1,71 @@
+"""Decide layer: the Visual C++ runtime policy.
+
+app-local: ship exactly the runtime DLLs the closure imports (the resolver already did that), and
+check their FileVersion is at least the newest MSVC linker version among the binaries that use
+them: ORT 1.19.2 is linked with 14.40 and crashes with an older msvcp140 (onnxruntime#26599).
+installer: ship none of them; vc_redist.x64.exe installs them on the target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from bundler.errors import VcRuntimeError
+from bundler.plan import Plan, PlanFile, Status
+
+# The v14x runtime DLLs of Microsoft.VC14x.CRT (+ OpenMP, C++ AMP, C++/CX), as redistributed.
+VC_RUNTIME_DLLS = frozenset(
+    {
+        "msvcp140.dll",
+        "msvcp140_1.dll",
+        "msvcp140_2.dll",
+        "msvcp140_atomic_wait.dll",
+        "msvcp140_codecvt_ids.dll",
+        "vcruntime140.dll",
+        "vcruntime140_1.dll",
+        "vcruntime140_threads.dll",
+        "concrt140.dll",
+        "vcomp140.dll",
+        "vcamp140.dll",
+        "vccorlib140.dll",
+    }
+)
+
+
+def apply_vc_runtime_policy(plan: Plan, mode: str) -> Plan:
+    if mode == "installer":
+        files = tuple(_as_redist(item) for item in plan.files)
+        return replace(plan, files=files)
+    _check_versions(plan)
+    return plan
+
+
+def _as_redist(item: PlanFile) -> PlanFile:
+    if item.key in VC_RUNTIME_DLLS and item.status is Status.BUNDLED:
+        return replace(item, status=Status.REDIST, note="installed by vc_redist.x64.exe")
+    return item
+
+
+def _version(text: str | None) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(".")) if text else ()
+
+
+def _check_versions(plan: Plan) -> None:
+    users = {e.parent for e in plan.edges if e.child in VC_RUNTIME_DLLS and e.parent}
+    linked = [
+        item
+        for item in plan.files
+        if item.key in users and item.key not in VC_RUNTIME_DLLS and item.linker_version
+    ]
+    if not linked:
+        return
+    newest = max(linked, key=lambda item: _version(item.linker_version))
+    needed = _version(newest.linker_version)[:2]
+    for runtime in plan.with_status(Status.BUNDLED):
+        if runtime.key in VC_RUNTIME_DLLS and _version(runtime.file_version)[:2] < needed:
+            raise VcRuntimeError(
+                f"{runtime.source}: VC++ runtime {runtime.file_version or 'without a version'} "
+                f"is older than {newest.name}'s MSVC linker {newest.linker_version}; ship a "
+                f"runtime >= {newest.linker_version} (the profile's msvc-runtime artifact, or "
+                "--search a newer VCToolsRedistDir), or use --vc-runtime installer."
+            )

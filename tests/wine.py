@@ -1,0 +1,158 @@
+"""Wine as a real PE loader: the ground truth for "does this folder's DLL set load?".
+
+bundle computes a DLL closure statically; Wine actually maps the files, resolves the imports
+and runs DllMain, so a missing dependency fails the way it does on Windows. `Wine` owns one
+private prefix per test session (never ~/.wine) and a persistent wineserver: a fresh prefix
+costs seconds, a run in a warm one a fraction of a second. `wine` is the session fixture.
+
+Wine ships builtin msvcp140/vcruntime140; they would hide a missing VC runtime DLL, so by
+default the shipped (native) ones are forced. With WINEDEBUG=err+module the loader reports
+every unresolved import as
+
+    0024:err:module:import_dll Library X.dll (which is needed by L"Z:\\...\\Y.dll") not found
+
+which `WineRun.missing` collects. Everything else Wine says (fixme: noise, no display, ...)
+is kept in `stderr` but not interpreted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import require
+
+NATIVE_VC_RUNTIME = "msvcp140,msvcp140_1,vcruntime140,vcruntime140_1=n"
+SERVER_TIMEOUT = 60.0  # wineboot / wineserver -k: seconds, even on a cold page cache
+
+_ERROR_LINE = re.compile(r"^[0-9a-f]+:err:", re.MULTILINE)
+_MISSING = re.compile(r":err:module:import_dll Library (\S+) \(which is needed by ")
+
+
+def require_wine() -> None:
+    """Skip without Wine locally; under CI a missing Wine is a failure, not a silent pass."""
+    require(
+        shutil.which("wine") is not None and shutil.which("wineserver") is not None,
+        "Wine is not installed (apt-get install wine wine64)",
+    )
+
+
+@dataclass(frozen=True)
+class WineRun:
+    """What one program run under Wine did."""
+
+    returncode: int
+    stdout: str
+    missing: tuple[str, ...]
+    """DLLs the loader could not load, spelled as in the importer's import table, in order of
+    first report. A cascade: a present DLL whose own import failed is listed too."""
+    errors: tuple[str, ...]
+    """Every `err:` line, for assertion messages and for what `missing` does not parse."""
+    stderr: str
+
+    @classmethod
+    def parse(cls, returncode: int, stdout: str, stderr: str) -> WineRun:
+        errors = tuple(line for line in stderr.splitlines() if _ERROR_LINE.match(line))
+        missing = dict.fromkeys(m.group(1) for line in errors if (m := _MISSING.search(line)))
+        return cls(returncode, stdout, tuple(missing), errors, stderr)
+
+    def absent_from(self, folder: Path) -> tuple[str, ...]:
+        """The missing DLLs with no file in `folder` (case-insensitively, as Windows matches):
+        the root causes, without the present DLLs that only failed because of them."""
+        present = {path.name.lower() for path in folder.iterdir()}
+        return tuple(name for name in self.missing if name.lower() not in present)
+
+
+class Wine:
+    """A private 64-bit Wine prefix with a persistent wineserver.
+
+    The server and its services are started by `start()` with their output discarded (to a
+    log file): started by a run, they would inherit its stdout/stderr pipes and the run would
+    only end when they do.
+    """
+
+    def __init__(self, prefix: Path) -> None:
+        self.prefix = prefix
+        self.log = prefix.with_name(prefix.name + ".log")  # Wine's own output; kept
+        self._up = False
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = {**os.environ, "WINEPREFIX": str(self.prefix), "WINEARCH": "win64", **extra}
+        for name in ("DISPLAY", "WAYLAND_DISPLAY"):  # console apps only: no window, no driver
+            env.pop(name, None)
+        return env
+
+    def start(self) -> None:
+        """Start the server and the prefix's services; the first start creates the prefix."""
+        if self._up:
+            return
+        self._quietly("wineserver", "-p")  # -p: persist until killed, not 3 s after the last exit
+        # mscoree/mshtml disabled: no attempt to install Wine Mono / Gecko into the prefix.
+        boot = self._quietly("wineboot", "-i", WINEDLLOVERRIDES="mscoree,mshtml=")
+        if boot.returncode != 0:
+            self.stop()
+            raise RuntimeError(f"wineboot -i failed ({boot.returncode}), see {self.log}")
+        self._up = True
+
+    def run(
+        self, exe: Path, *args: str, force_native_vc: bool = True, timeout: float = 180
+    ) -> WineRun:
+        """Run `exe` from its own folder, as a user double-clicking it would."""
+        self.start()
+        env = self.env(WINEDEBUG="err+module")
+        env.pop("WINEDLLOVERRIDES", None)
+        if force_native_vc:
+            env["WINEDLLOVERRIDES"] = NATIVE_VC_RUNTIME
+        try:
+            done = subprocess.run(
+                ["wine", str(exe), *args],
+                cwd=exe.parent,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=timeout,
+            )
+        except subprocess.TimeoutExpired:
+            self.stop()  # whatever the program started must not keep running
+            raise
+        return WineRun.parse(done.returncode, done.stdout, done.stderr)
+
+    def stop(self) -> None:
+        """Kill the prefix's wineserver and every process in it, and wait until it is gone."""
+        self._quietly("wineserver", "-k")
+        self._quietly("wineserver", "-w")
+        self._up = False
+
+    def _quietly(self, *command: str, **extra: str) -> subprocess.CompletedProcess[bytes]:
+        with self.log.open("ab") as log:
+            return subprocess.run(
+                command,
+                env=self.env(**extra),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                timeout=SERVER_TIMEOUT,
+            )
+
+
+@pytest.fixture(scope="session")
+def wine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wine]:
+    """One initialised prefix for the whole session; removed at the end (it is ~700 MB)."""
+    require_wine()
+    prefix = tmp_path_factory.mktemp("wineprefix")
+    harness = Wine(prefix)
+    try:
+        harness.start()
+        yield harness
+    finally:
+        harness.stop()
+        shutil.rmtree(prefix, ignore_errors=True)
