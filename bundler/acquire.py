@@ -59,7 +59,8 @@ class Acquired:
     artifact: str
     version: str
     source: str  # "url" | "pip" | "dir"
-    origin: str  # the URL, mirror file, "pip:pkg==ver" or local folder actually used
+    origin: str  # what this run used: the URL, a mirror file, "pip:pkg==ver", "cache", a folder
+    pinned: str  # the pinned source the bytes are: its URL or "pip:pkg==ver" (or the folder)
     filename: str | None  # the archive's file name (None for a local folder)
     sha256: str | None
     size: int | None
@@ -153,7 +154,7 @@ class Acquirer:
         try:
             if isinstance(source, UrlSource):
                 return self._download(source.url, source, _filename(source)), source.url
-            return self._pip_download(source), f"pip:{source.package}=={source.version}"
+            return self._pip_download(source), pinned_location(source)
         except FetchError as error:
             raise SourceSkipped("; ".join([*reasons, str(error)])) from None
 
@@ -182,7 +183,7 @@ class Acquirer:
         return self.cache.add(result.path, source.sha256, name, url)
 
     def _pip_download(self, source: PipSource) -> Path:
-        origin = f"pip:{source.package}=={source.version}"
+        origin = pinned_location(source)
         report = self.progress(f"pip download {source.package}=={source.version}", None)
         if report:
             report(0, None)
@@ -207,8 +208,8 @@ class Acquirer:
             problem = check_local_folder(folder, artifact, ranges, self.profile.architecture)
             if problem is None:
                 return Acquired(
-                    artifact.name, artifact.version, "dir", str(folder), None, None, None,
-                    True, folder, (folder,), skipped,
+                    artifact.name, artifact.version, "dir", str(folder), str(folder), None, None,
+                    None, True, folder, (folder,), skipped,
                 )  # fmt: skip
             reasons.append(problem)
         raise SourceSkipped("; ".join(reasons))
@@ -228,6 +229,7 @@ class Acquirer:
             version=artifact.version,
             source=source.kind,
             origin=origin,
+            pinned=pinned_location(source),
             filename=_filename(source),
             sha256=source.sha256,
             size=blob.stat().st_size,
@@ -340,6 +342,12 @@ def export_archives(acquired: Sequence[Acquired], cache: Cache, target: Path) ->
         os.replace(temp, destination)
         written.append(destination)
     return written
+
+
+def pinned_location(source: UrlSource | PipSource) -> str:
+    if isinstance(source, PipSource):
+        return f"pip:{source.package}=={source.version}"
+    return source.url
 
 
 def _filename(source: UrlSource | PipSource) -> str:

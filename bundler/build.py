@@ -20,7 +20,7 @@ from bundler.pe import read_pe
 from bundler.plan import Plan, PlanFile, Status
 from bundler.profiles import Artifact, Profile, load_profile
 from bundler.provenance import attach_provenance
-from bundler.resolve import resolve
+from bundler.resolve import check_app_machine, resolve
 from bundler.sbom import SBOM_NAME, write_sbom
 from bundler.system import load_system_policy
 from bundler.vcruntime import apply_vc_runtime_policy
@@ -71,6 +71,7 @@ class BuildResult:
 def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
     profile = load_profile(options.profile)
     app = read_pe(options.exe)  # a wrong exe fails before any download
+    check_app_machine(app, profile)
     out = options.out or options.exe.parent
     mode = options.vc_runtime or profile.vc_runtime
     if mode == "installer" and options.vc_redist is None:

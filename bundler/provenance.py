@@ -29,7 +29,7 @@ def _with_origin(item: PlanFile, acquired: Sequence[Acquired]) -> PlanFile:
             return replace(
                 item,
                 artifact=artifact.artifact,
-                origin=artifact.origin,
+                origin=artifact.pinned,
                 archive_sha256=artifact.sha256,
                 member=member,
             )

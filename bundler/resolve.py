@@ -97,7 +97,7 @@ class Resolver:
 
     def resolve(self, apps: Sequence[PEInfo]) -> Plan:
         for app in apps:
-            self._check_machine(app)
+            check_app_machine(app, self.profile)
             self.work.files[dll_key(app.name)] = _plan_file(app, Status.APP)
             self.work.queue.append(app)
         for root in self.profile.roots:
@@ -105,15 +105,6 @@ class Resolver:
         while self.work.queue:
             self._expand(self.work.queue.popleft())
         return self._plan(apps)
-
-    def _check_machine(self, app: PEInfo) -> None:
-        wanted = self.profile.architecture
-        if app.machine != wanted:
-            raise MachineMismatchError(
-                f"{app.path}: built for {app.machine}, but profile '{self.profile.name}' "
-                f"targets {wanted}; build the app for {wanted} or choose a profile for "
-                f"{app.machine}."
-            )
 
     def _expand(self, info: PEInfo) -> None:
         parent = dll_key(info.name)
@@ -198,6 +189,16 @@ class Resolver:
             files=tuple(self.work.files.values()),
             edges=tuple(dict.fromkeys(self.work.edges)),
             findings=tuple(dict.fromkeys(self.work.findings)),
+        )
+
+
+def check_app_machine(app: PEInfo, profile: Profile) -> None:
+    """An input built for another machine can never load the profile's DLLs: refuse it."""
+    wanted = profile.architecture
+    if app.machine != wanted:
+        raise MachineMismatchError(
+            f"{app.path}: built for {app.machine}, but profile '{profile.name}' targets "
+            f"{wanted}; build the app for {wanted} or choose a profile for {app.machine}."
         )
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.httpserver"]  # the real HTTP server fixture `http_server`
+pytest_plugins = ["tests.httpserver", "tests.wine"]  # fixtures: `http_server`, `wine`
 
 REPO = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
@@ -94,3 +94,50 @@ def run_bundle(*args: str, cwd: Path | None = None) -> subprocess.CompletedProce
         cwd=cwd,
         env={**os.environ, "BUNDLE_DEBUG": ""},
     )
+
+
+def pip_env(**extra: str) -> dict[str, str]:
+    """pip reads these like a user's pip.conf: no index, the pinned wheels as find-links."""
+    return {
+        "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": str(test_cache_dir() / "wheels"),
+        **extra,
+    }
+
+
+def fetch(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "bundler", "fetch", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "BUNDLE_DEBUG": "", **(env or {})},
+    )
+
+
+@pytest.fixture(scope="session")
+def gpu_fetch(
+    real_dlls: RealDlls, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """One `bundle fetch` of the GPU profile per session into a fresh cache (pip pointed at the
+    pinned wheels); later tests build from that cache with hard links."""
+    cache = tmp_path_factory.mktemp("fetch") / "cache"
+    return cache, fetch(
+        "--profile", "ort-1.19.2-gpu-cuda12", "--cache-dir", str(cache), "--json", env=pip_env()
+    )
+
+
+@pytest.fixture(scope="session")
+def gpu_cache(gpu_fetch: tuple[Path, subprocess.CompletedProcess[str]]) -> Path:
+    cache, result = gpu_fetch
+    assert result.returncode == 0, result.stderr
+    return cache
+
+
+@pytest.fixture(scope="session")
+def cpu_cache(real_dlls: RealDlls, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    cache = tmp_path_factory.mktemp("fetch-cpu") / "cache"
+    result = fetch("--profile", "ort-1.19.2-cpu", "--cache-dir", str(cache), env=pip_env())
+    assert result.returncode == 0, result.stderr
+    return cache

@@ -116,6 +116,7 @@ def write_pe(path: Path, spec: PESpec | None = None, **fields: Any) -> Path:
     if spec is None:
         spec = PESpec(**fields)
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(build_pe(spec))
     return path
 

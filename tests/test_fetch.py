@@ -18,30 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, RealDlls, run_bundle, test_cache_dir
+from tests.conftest import REPO, RealDlls, fetch, pip_env, run_bundle
 from tests.httpserver import HttpServer
 from tests.pefactory import PESpec, build_pe
 
 GPU = "ort-1.19.2-gpu-cuda12"
 CPU = "ort-1.19.2-cpu"
-
-
-def pip_env(**extra: str) -> dict[str, str]:
-    """pip reads these like a user's pip.conf: no index, the pinned wheels as find-links."""
-    return {
-        "PIP_NO_INDEX": "1",
-        "PIP_FIND_LINKS": str(test_cache_dir() / "wheels"),
-        **extra,
-    }
-
-
-def fetch(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "bundler", "fetch", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "BUNDLE_DEBUG": "", **(env or {})},
-    )
 
 
 def artifacts(result: subprocess.CompletedProcess[str]) -> list[dict[str, object]]:
@@ -54,14 +36,6 @@ def artifacts(result: subprocess.CompletedProcess[str]) -> list[dict[str, object
 
 
 # --- the acceptance run on the real profile -----------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def gpu_fetch(
-    real_dlls: RealDlls, tmp_path_factory: pytest.TempPathFactory
-) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    cache = tmp_path_factory.mktemp("fetch") / "cache"
-    return cache, fetch("--profile", GPU, "--cache-dir", str(cache), "--json", env=pip_env())
 
 
 @pytest.mark.realdata

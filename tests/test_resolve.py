@@ -14,7 +14,7 @@ from bundler.profiles import load_profile_file
 from bundler.resolve import SearchPath, resolve
 from bundler.system import load_system_policy
 from tests.conftest import run_bundle
-from tests.pefactory import write_pe as _write_pe
+from tests.pefactory import write_pe
 
 PROFILE = """
 schema_version = 1
@@ -36,11 +36,6 @@ trigger = "plugin.dll"
 loads = ["extra_*.dll"]
 why = "plugin loads every extra_ library"
 """
-
-
-def write_pe(path: Path, **fields: object) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return _write_pe(path, **fields)
 
 
 @pytest.fixture

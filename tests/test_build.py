@@ -1,0 +1,374 @@
+"""`bundle build` as a release pipeline runs it, judged by Wine's loader where it matters.
+
+The GPU bundle is built with --link from the session's fetched cache (hard links: the 2.4 GB
+set is prepared once per run). Each negative check removes one file from a hard-linked copy of
+the built folder, to show the loader check can fail.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, pip_env, run_bundle
+from tests.pefactory import PESpec, write_pe
+from tests.wine import Wine
+
+HELLO = REPO / "examples" / "hello" / "hello.exe"
+GPU = "ort-1.19.2-gpu-cuda12"
+CPU = "ort-1.19.2-cpu"
+CUDA_PROVIDER = "onnxruntime_providers_cuda.dll"
+
+
+def build(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bundler", "build", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "BUNDLE_DEBUG": "", **pip_env(PIP_FIND_LINKS="/nonexistent")},
+    )
+
+
+def build_json(*args: str) -> dict[str, object]:
+    result = build(*args, "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert isinstance(data, dict)
+    return data
+
+
+def linked_copy(folder: Path, target: Path, without: str) -> Path:
+    """A copy of a bundle made of hard links, minus one file."""
+    for path in folder.rglob("*"):
+        if path.is_file() and path.name != without:
+            destination = target / path.relative_to(folder)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            os.link(path, destination)
+    return target
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def gpu_bundle(gpu_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("gpu-bundle")
+    result = build(str(HELLO), "--out", str(out), "--cache-dir", str(gpu_cache), "--link")
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+# --- the bundle loads under a real PE loader ------------------------------------------------
+
+
+@pytest.mark.realdata
+def test_gpu_bundle_runs_and_the_cuda_provider_finds_all_its_dlls(
+    gpu_bundle: Path, wine: Wine
+) -> None:
+    run = wine.run(gpu_bundle / "hello.exe", "--try-provider", CUDA_PROVIDER)
+    assert "ORT version: 1.19.2" in run.stdout, run.errors
+    # 126 = a dependency of the provider is missing; 998 = it loaded them all, then found no GPU.
+    assert f"LoadLibrary {CUDA_PROVIDER}: error 126" not in run.stdout
+    assert f"LoadLibrary {CUDA_PROVIDER}:" in run.stdout
+    assert run.missing == (), run.errors
+
+
+@pytest.mark.realdata
+def test_without_vcruntime140_1_the_app_does_not_start(
+    gpu_bundle: Path, wine: Wine, tmp_path: Path
+) -> None:
+    broken = linked_copy(gpu_bundle, tmp_path / "broken", "vcruntime140_1.dll")
+    run = wine.run(broken / "hello.exe")
+    assert run.returncode != 0
+    assert "ORT version" not in run.stdout
+    assert "vcruntime140_1.dll" in {name.lower() for name in run.missing}
+
+
+@pytest.mark.realdata
+def test_without_cudnn64_9_the_cuda_provider_fails_with_126(
+    gpu_bundle: Path, wine: Wine, tmp_path: Path
+) -> None:
+    broken = linked_copy(gpu_bundle, tmp_path / "broken", "cudnn64_9.dll")
+    run = wine.run(broken / "hello.exe", "--try-provider", CUDA_PROVIDER)
+    assert "ORT version: 1.19.2" in run.stdout
+    assert f"LoadLibrary {CUDA_PROVIDER}: error 126" in run.stdout
+    assert "cudnn64_9.dll" in {name.lower() for name in run.missing}
+
+
+@pytest.mark.realdata
+def test_cpu_bundle_runs(cpu_cache: Path, wine: Wine, tmp_path: Path) -> None:
+    out = tmp_path / "cpu"
+    result = build(str(HELLO), "--profile", CPU, "--out", str(out), "--cache-dir", str(cpu_cache))
+    assert result.returncode == 0, result.stderr
+    run = wine.run(out / "hello.exe")
+    assert run.returncode == 0, run.errors
+    assert run.stdout.strip() == "ORT version: 1.19.2"
+    assert run.missing == ()
+
+
+# --- the lock file, licences, idempotence -----------------------------------------------------
+
+
+@pytest.mark.realdata
+def test_lock_file_describes_every_file(gpu_bundle: Path) -> None:
+    lock = json.loads((gpu_bundle / "bundle.lock.json").read_text())
+    assert lock["schema_version"] == 1
+    files = {item["name"]: item for item in lock["files"]}
+    on_disk = {
+        p.relative_to(gpu_bundle).as_posix()
+        for p in gpu_bundle.rglob("*")
+        if p.is_file() and p.name != "bundle.lock.json"
+    }
+    assert set(files) == on_disk
+    for name, item in files.items():
+        assert sha256(gpu_bundle / name) == item["sha256"], name
+        assert (gpu_bundle / name).stat().st_size == item["size"]
+    cudnn = files["cudnn_ops64_9.dll"]
+    assert cudnn["origin"] == "pip:nvidia-cudnn-cu12==9.1.0.70"
+    assert cudnn["member"] == "nvidia/cudnn/bin/cudnn_ops64_9.dll"
+    assert cudnn["file_version"] == "9.1.0.70"
+    assert "cudnn64_9.dll -runtime-> cudnn_ops64_9.dll" in cudnn["why"]
+    assert lock["driver_requirements"] == ["nvcuda.dll"]
+    licences = sorted(name for name in files if name.startswith("licenses/"))
+    assert "licenses/onnxruntime/ThirdPartyNotices.txt" in licences
+    assert "licenses/cudnn/License.txt" in licences
+    assert "licenses/cublas/License.txt" in licences
+
+
+@pytest.mark.realdata
+def test_second_build_copies_and_hashes_nothing(gpu_bundle: Path, gpu_cache: Path) -> None:
+    data = build_json(str(HELLO), "--out", str(gpu_bundle), "--cache-dir", str(gpu_cache), "--link")
+    counters = data["counters"]
+    assert isinstance(counters, dict)
+    assert (counters["copied"], counters["linked"], counters["hashed"]) == (0, 0, 0)
+    assert counters["skipped"] == len(data["steps"])  # type: ignore[arg-type]
+
+
+@pytest.mark.realdata
+def test_dry_run_writes_nothing(cpu_cache: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    data = build_json(
+        str(HELLO), "--profile", CPU, "--out", str(out), "--cache-dir", str(cpu_cache), "--dry-run"
+    )
+    assert data["dry_run"] is True
+    assert {step["action"] for step in data["steps"]} == {"copy"}  # type: ignore[union-attr]
+    assert not out.exists()
+
+
+@pytest.mark.realdata
+def test_killed_build_leaves_no_partial_dll_and_the_rerun_completes(
+    gpu_cache: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    command = [
+        sys.executable, "-m", "bundler", "build", str(HELLO), "--out", str(out),
+        "--cache-dir", str(gpu_cache), "--copy",
+    ]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not any(out.glob(".*.bundle-tmp")):
+        time.sleep(0.01)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert any(out.glob(".*.bundle-tmp")), "the build finished before it could be killed"
+    assert not (out / "bundle.lock.json").exists()
+    # Whatever has a final name is complete: identical to its source in the cache.
+    sources = {p.name: p for p in (gpu_cache / "extracted").rglob("*.dll")}
+    for dll in out.glob("*.dll"):
+        assert dll.stat().st_size == sources[dll.name].stat().st_size
+        assert sha256(dll) == sha256(sources[dll.name])
+    rerun = build(str(HELLO), "--out", str(out), "--cache-dir", str(gpu_cache), "--copy")
+    assert rerun.returncode == 0, rerun.stderr
+    assert not list(out.glob(".*.bundle-tmp"))
+    lock = json.loads((out / "bundle.lock.json").read_text())
+    for item in lock["files"]:
+        if item["name"].endswith(".dll"):
+            assert (out / item["name"]).stat().st_size == item["size"]
+
+
+# --- refusals: one line, documented exit code, nothing written ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("case", "code", "expected"),
+    [
+        ("x86", 5, "built for x86"),
+        ("not-pe", 4, "not a valid PE file"),
+        ("missing", 4, "does not exist"),
+        ("profile", 6, "unknown profile 'ort-9-gpu'"),
+    ],
+)
+def test_bad_input_is_one_line_with_exit_code_and_nothing_written(
+    tmp_path: Path, mingw_build: Path, case: str, code: int, expected: str
+) -> None:
+    exe = {
+        "x86": mingw_build / "x86" / "ortapp.exe",
+        "not-pe": tmp_path / "notes.exe",
+        "missing": tmp_path / "absent.exe",
+        "profile": HELLO,
+    }[case]
+    if case == "not-pe":
+        exe.write_text("not a program\n")
+    out = tmp_path / "out"
+    profile = "ort-9-gpu" if case == "profile" else CPU
+    result = build(
+        str(exe), "--profile", profile, "--out", str(out), "--cache-dir", str(tmp_path / "c")
+    )
+    assert result.returncode == code
+    assert result.stderr.count("\n") == 1 and expected in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not out.exists()
+    assert not (tmp_path / "c").exists()  # refused before anything was fetched
+
+
+@pytest.mark.realdata
+def test_a_different_file_of_the_user_is_not_overwritten(cpu_cache: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    write_pe(out / "onnxruntime.dll", PESpec(file_version=(1, 18, 0, 0)))
+    args = [str(HELLO), "--profile", CPU, "--out", str(out), "--cache-dir", str(cpu_cache)]
+    refused = build(*args)
+    assert refused.returncode == 12
+    assert "version 1.18.0.0" in refused.stderr and "version 1.19.24.830" in refused.stderr
+    assert not (out / "msvcp140.dll").exists()
+    forced = build(*args, "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert (out / "onnxruntime.dll").stat().st_size > 10_000_000
+
+
+@pytest.mark.realdata
+def test_clean_removes_only_what_an_earlier_build_wrote(
+    gpu_cache: Path, cpu_cache: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    gpu = [str(HELLO), "--out", str(out), "--cache-dir", str(gpu_cache), "--link"]
+    assert build(*gpu).returncode == 0
+    (out / "readme.txt").write_text("mine")
+    switched = build_json(
+        str(HELLO),
+        "--profile",
+        CPU,
+        "--out",
+        str(out),
+        "--cache-dir",
+        str(cpu_cache),
+        "--link",
+        "--clean",
+    )
+    assert not (out / "cudnn64_9.dll").exists()
+    assert not (out / "licenses" / "cudnn").exists() or not any(
+        (out / "licenses" / "cudnn").iterdir()
+    )
+    assert (out / "readme.txt").read_text() == "mine"
+    assert (out / "onnxruntime.dll").exists()
+    assert switched["counters"]["removed"] > 20  # type: ignore[index]
+
+
+@pytest.mark.realdata
+def test_locked_detects_a_changed_result(cpu_cache: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = [str(HELLO), "--profile", CPU, "--out", str(out), "--cache-dir", str(cpu_cache)]
+    assert build(*args).returncode == 0
+    assert build(*args, "--locked").returncode == 0
+    lock_path = out / "bundle.lock.json"
+    lock = json.loads(lock_path.read_text())
+    lock["files"] = [f for f in lock["files"] if f["name"] != "msvcp140_1.dll"]
+    lock_path.write_text(json.dumps(lock))
+    drifted = build(*args, "--locked")
+    assert drifted.returncode == 13
+    assert "msvcp140_1.dll: new in the bundle" in drifted.stderr
+
+
+@pytest.mark.realdata
+def test_old_vc_runtime_is_refused_naming_both_versions(cpu_cache: Path, tmp_path: Path) -> None:
+    old = tmp_path / "old-vc"
+    write_pe(old / "msvcp140.dll", PESpec(file_version=(14, 29, 30133, 0)))
+    out = tmp_path / "out"
+    result = build(
+        str(HELLO), "--profile", CPU, "--out", str(out), "--cache-dir", str(cpu_cache),
+        "--search", str(old),
+    )  # fmt: skip
+    assert result.returncode == 11
+    assert "14.29.30133.0" in result.stderr and "14.40" in result.stderr
+    assert not out.exists()
+
+
+@pytest.mark.realdata
+def test_installer_mode_ships_vc_redist_instead_of_the_dlls(
+    cpu_cache: Path, tmp_path: Path
+) -> None:
+    redist = write_pe(tmp_path / "vc_redist.x64.exe", PESpec(dll=False))
+    out = tmp_path / "out"
+    data = build_json(
+        str(HELLO), "--profile", CPU, "--out", str(out), "--cache-dir", str(cpu_cache),
+        "--vc-runtime", "installer", "--vc-redist", str(redist),
+    )  # fmt: skip
+    assert (out / "vc_redist.x64.exe").read_bytes() == redist.read_bytes()
+    assert not (out / "msvcp140.dll").exists() and not (out / "vcruntime140_1.dll").exists()
+    kinds = {item["name"]: item["kind"] for item in data["lock"]["files"]}  # type: ignore[index]
+    assert kinds["vc_redist.x64.exe"] == "installer"
+
+
+@pytest.mark.realdata
+def test_sbom_lists_every_shipped_file_with_hash_supplier_and_licence(
+    cpu_cache: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    args = [
+        str(HELLO),
+        "--profile",
+        CPU,
+        "--out",
+        str(out),
+        "--cache-dir",
+        str(cpu_cache),
+        "--sbom",
+    ]
+    assert build(*args).returncode == 0
+    bom = json.loads((out / "bundle.cdx.json").read_text())
+    assert (bom["bomFormat"], bom["specVersion"]) == ("CycloneDX", "1.5")
+    components = {c["name"]: c for c in bom["components"]}
+    ort = components["onnxruntime.dll"]
+    assert ort["hashes"] == [{"alg": "SHA-256", "content": sha256(out / "onnxruntime.dll")}]
+    assert ort["supplier"] == {"name": "Microsoft Corporation"}
+    assert ort["licenses"] == [{"expression": "MIT"}]
+    assert ort["purl"] == "pkg:pypi/onnxruntime@1.19.2"
+    assert "vcruntime140_1.dll" in components
+    first = (out / "bundle.cdx.json").read_bytes()
+    assert build(*args).returncode == 0
+    assert (out / "bundle.cdx.json").read_bytes() == first  # reproducible
+
+
+@pytest.mark.realdata
+def test_bare_build_reads_bundle_toml(cpu_cache: Path, tmp_path: Path) -> None:
+    app = tmp_path / "app"
+    app.mkdir()
+    shutil.copy(HELLO, app / "hello.exe")
+    (app / "bundle.toml").write_text(
+        '[build]\nexe = "hello.exe"\nprofile = "ort-1.19.2-cpu"\nout = "dist"\nsbom = true\n'
+    )
+    result = build("--cache-dir", str(cpu_cache), cwd=app)
+    assert result.returncode == 0, result.stderr
+    assert (app / "dist" / "hello.exe").is_file()
+    assert (app / "dist" / "onnxruntime.dll").is_file()
+    assert (app / "dist" / "bundle.cdx.json").is_file()
+    bad = app / "bundle.toml"
+    bad.write_text('[build]\nexe = "hello.exe"\nprofiel = "x"\n')
+    typo = build("--cache-dir", str(cpu_cache), cwd=app)
+    assert typo.returncode == 14 and "unknown key(s): profiel" in typo.stderr
+
+
+def test_bare_build_without_config_says_what_is_missing(tmp_path: Path) -> None:
+    result = run_bundle("build", cwd=tmp_path)
+    assert result.returncode == 14
+    assert "no EXE given and no bundle.toml" in result.stderr
