@@ -56,7 +56,13 @@ def test_gpu_fetch_falls_back_from_unreachable_urls_to_pinned_wheels(
     assert {item["source"] for item in items} == {"pip"}
     assert not any(item["cached"] for item in items)
     with_url = [item for item in items if item["skipped"]]
-    assert [item["artifact"] for item in with_url] == ["onnxruntime", "cuda-runtime", "cublas"]
+    assert [item["artifact"] for item in with_url] == [
+        "onnxruntime",
+        "cuda-runtime",
+        "cublas",
+        "cufft",
+        "nvrtc",
+    ]
     for item in with_url:
         (reason,) = item["skipped"]  # type: ignore[misc]
         assert reason.startswith("url: cannot resolve host") and "unreachable" in reason
