@@ -324,6 +324,11 @@ def dll_folders(root: Path, artifact: Artifact) -> tuple[Path, ...]:
     return tuple(sorted(folders, key=lambda folder: (-folders[folder], str(folder))))
 
 
+def dll_search_path(acquired: Sequence[Acquired]) -> list[Path]:
+    """The acquired artifacts' DLL folders, in profile order: what the resolver searches."""
+    return [folder for item in acquired for folder in item.dll_folders]
+
+
 def export_archives(acquired: Sequence[Acquired], cache: Cache, target: Path) -> list[Path]:
     """Put every acquired archive into `target` under its own file name (a mirror folder for
     air-gapped agents). Hard links where possible; a same-named file is replaced atomically."""

@@ -11,7 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from bundler.acquire import Acquired, AcquireOptions, ProgressFactory, acquire_profile
+from bundler.acquire import (
+    Acquired,
+    AcquireOptions,
+    ProgressFactory,
+    acquire_profile,
+    dll_search_path,
+)
 from bundler.cache import Cache, file_sha256
 from bundler.deploy import Counters, Deployment, Placement, apply, plan_deployment, same_file
 from bundler.errors import ConfigError, LockMismatchError, MissingDependenciesError
@@ -80,7 +86,7 @@ def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
         )
     cache = Cache(options.cache_dir)
     acquired = acquire_profile(profile, cache, options.acquire, progress)
-    search = list(options.search) + [f for item in acquired for f in item.dll_folders]
+    search = list(options.search) + dll_search_path(acquired)
     plan = resolve([app], profile, load_system_policy(), search)
     plan = apply_vc_runtime_policy(attach_provenance(plan, acquired), mode)
     _require_complete(plan)

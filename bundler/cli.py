@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 
 from bundler import __version__, views
-from bundler.acquire import AcquireOptions, acquire_profile, export_archives
+from bundler.acquire import AcquireOptions, acquire_profile, dll_search_path, export_archives
 from bundler.appconfig import CONFIG_NAME, AppConfig, find_config, load_config
 from bundler.build import BuildOptions
 from bundler.build import build as run_build
@@ -127,7 +127,7 @@ def _resolve(
     if fetch:
         cache = Cache(cache_dir or default_cache_dir())
         acquired = acquire_profile(profile, cache, AcquireOptions(), progress_for)
-        search = search + [folder for item in acquired for folder in item.dll_folders]
+        search = search + dll_search_path(acquired)
     return resolve(apps, profile, load_system_policy(), search)
 
 
