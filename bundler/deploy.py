@@ -12,6 +12,7 @@ Decide first (`plan_deployment`, reads only), then apply (`apply`). Rules:
 
 from __future__ import annotations
 
+import filecmp
 import os
 import shutil
 from collections.abc import Mapping, Sequence
@@ -36,7 +37,7 @@ class Placement:
 @dataclass(frozen=True)
 class Step:
     placement: Placement
-    action: str  # "copy" | "link" | "skip" | "replace"
+    action: str  # "copy" | "link" | "skip" | "touch" (same bytes, other mtime) | "replace"
     reason: str = ""
 
 
@@ -67,6 +68,14 @@ def same_file(source: Path, target: Path) -> bool:
     if (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino):
         return True
     return a.st_size == b.st_size and a.st_mtime_ns == b.st_mtime_ns
+
+
+def same_content(source: Path, target: Path) -> bool:
+    """Byte comparison, for a same-sized file the quick check could not settle (e.g. a copy
+    made by hand): equal files are adopted, not reported as conflicts."""
+    if source.stat().st_size != target.stat().st_size:
+        return False
+    return filecmp.cmp(source, target, shallow=False)
 
 
 def plan_deployment(
@@ -101,6 +110,8 @@ def _step(
         return Step(placement, fresh, "rebuilt by --clean")
     if same_file(placement.source, target):
         return Step(placement, "skip", "already identical")
+    if same_content(placement.source, target):
+        return Step(placement, "touch", "same content, other time stamp")
     if placement.name in previous and previous[placement.name] == target.stat().st_size:
         return Step(placement, "replace", "written by an earlier build")
     if force:
@@ -129,8 +140,11 @@ def apply(deployment: Deployment, counters: Counters) -> None:
             (out / name).unlink()
             counters.removed += 1
     for step in deployment.steps:
-        if step.action == "skip":
+        if step.action in ("skip", "touch"):
             counters.skipped += 1
+            if step.action == "touch":  # later builds then pass the quick check
+                stat = step.placement.source.stat()
+                os.utime(out / step.placement.name, ns=(stat.st_atime_ns, stat.st_mtime_ns))
             continue
         _place(step, out, counters)
 

@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
+from cyclonedx.schema import SchemaVersion
+from cyclonedx.validation.json import JsonStrictValidator
 
 from tests.conftest import REPO, pip_env, run_bundle
 from tests.pefactory import PESpec, write_pe
@@ -247,6 +249,22 @@ def test_a_different_file_of_the_user_is_not_overwritten(cpu_cache: Path, tmp_pa
 
 
 @pytest.mark.realdata
+def test_an_identical_copy_made_by_hand_is_adopted(cpu_cache: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = [str(HELLO), "--profile", CPU, "--out", str(out), "--cache-dir", str(cpu_cache)]
+    assert build(*args).returncode == 0
+    (out / "bundle.lock.json").unlink()  # as if the DLLs had been put there by hand
+    ort = out / "onnxruntime.dll"
+    os.utime(ort, (1_000_000_000, 1_000_000_000))
+    data = build_json(*args)
+    steps = {step["name"]: step["action"] for step in data["steps"]}  # type: ignore[union-attr]
+    assert steps["onnxruntime.dll"] == "touch"
+    assert data["counters"]["copied"] == 0  # type: ignore[index]
+    again = build_json(*args)
+    assert {step["action"] for step in again["steps"]} == {"skip"}  # type: ignore[union-attr]
+
+
+@pytest.mark.realdata
 def test_clean_removes_only_what_an_earlier_build_wrote(
     gpu_cache: Path, cpu_cache: Path, tmp_path: Path
 ) -> None:
@@ -344,6 +362,8 @@ def test_sbom_lists_every_shipped_file_with_hash_supplier_and_licence(
     assert ort["licenses"] == [{"expression": "MIT"}]
     assert ort["purl"] == "pkg:pypi/onnxruntime@1.19.2"
     assert "vcruntime140_1.dll" in components
+    validator = JsonStrictValidator(SchemaVersion.V1_5)
+    assert validator.validate_str((out / "bundle.cdx.json").read_text()) is None
     first = (out / "bundle.cdx.json").read_bytes()
     assert build(*args).returncode == 0
     assert (out / "bundle.cdx.json").read_bytes() == first  # reproducible
