@@ -93,16 +93,27 @@ class Acquirer:
         self.progress = progress
 
     def get(self, artifact: Artifact) -> Acquired:
+        """Cache, then every mirror for every allowed archive source, then the sources
+        themselves in profile order (network or local install), then --search folders."""
         hit = self._from_cache(artifact)
         if hit is not None:
             return hit
         skipped: list[str] = []
+        allowed = []
         for source in artifact.sources:
-            if self.options.mode not in ("auto", source.kind):
+            if self.options.mode in ("auto", source.kind):
+                allowed.append(source)
+            else:
                 skipped.append(f"{source.kind}: not allowed by --source {self.options.mode}")
-                continue
+        for source in allowed if self.options.mirrors else []:
+            if not isinstance(source, DirSource):
+                try:
+                    return self._fetch(artifact, source, self._from_mirrors, skipped)
+                except SourceSkipped as reason:
+                    skipped.append(f"{source.kind} via --mirror: {reason}")
+        for source in allowed:
             try:
-                return self._from_source(artifact, source, tuple(skipped))
+                return self._from_source(artifact, source, skipped)
             except SourceSkipped as reason:
                 skipped.append(f"{source.kind}: {reason}")
         if self.options.search and self.options.mode in ("auto", "dir"):
@@ -127,36 +138,48 @@ class Acquirer:
                     return self._finish(artifact, source, blob, "cache", True, ())
         return None
 
-    def _from_source(
-        self, artifact: Artifact, source: Source, skipped: tuple[str, ...]
-    ) -> Acquired:
+    def _from_source(self, artifact: Artifact, source: Source, skipped: list[str]) -> Acquired:
         if isinstance(source, DirSource):
             base = os.environ.get(source.env)
             if not base:
                 raise SourceSkipped(f"${source.env} is not set")
-            return self._from_folders(artifact, (Path(base) / source.subdir,), skipped, source)
-        with self.cache.lock(source.sha256):
-            blob = self.cache.lookup(source.sha256, _size(source))  # another process won
-            if blob is not None:
-                return self._finish(artifact, source, blob, "cache", True, skipped)
-            blob, origin = self._fetch_archive(source)
-        return self._finish(artifact, source, blob, origin, False, skipped)
+            folder = Path(base) / source.subdir
+            return self._from_folders(artifact, (folder,), tuple(skipped), source)
+        if self.options.offline:
+            raise SourceSkipped("network disabled by --offline")
+        return self._fetch(artifact, source, self._from_network, skipped)
 
-    def _fetch_archive(self, source: UrlSource | PipSource) -> tuple[Path, str]:
-        reasons: list[str] = []
+    def _fetch(
+        self,
+        artifact: Artifact,
+        source: UrlSource | PipSource,
+        transfer: Callable[[UrlSource | PipSource], tuple[Path, str]],
+        skipped: list[str],
+    ) -> Acquired:
+        """One writer per archive across processes; a waiter finds the winner's copy."""
+        with self.cache.lock(source.sha256):
+            blob = self.cache.lookup(source.sha256, _size(source))
+            if blob is not None:
+                return self._finish(artifact, source, blob, "cache", True, tuple(skipped))
+            blob, origin = transfer(source)
+        return self._finish(artifact, source, blob, origin, False, tuple(skipped))
+
+    def _from_mirrors(self, source: UrlSource | PipSource) -> tuple[Path, str]:
+        reasons = []
         for mirror in self.options.mirrors:
             try:
                 return self._from_mirror(mirror, source)
             except SourceSkipped as reason:
-                reasons.append(f"mirror {mirror}: {reason}")
-        if self.options.offline:
-            raise SourceSkipped("; ".join([*reasons, "network disabled by --offline"]))
+                reasons.append(f"{mirror}: {reason}")
+        raise SourceSkipped("; ".join(reasons))
+
+    def _from_network(self, source: UrlSource | PipSource) -> tuple[Path, str]:
         try:
             if isinstance(source, UrlSource):
                 return self._download(source.url, source, _filename(source)), source.url
             return self._pip_download(source), pinned_location(source)
         except FetchError as error:
-            raise SourceSkipped("; ".join([*reasons, str(error)])) from None
+            raise SourceSkipped(str(error)) from None
 
     def _from_mirror(self, mirror: str, source: UrlSource | PipSource) -> tuple[Path, str]:
         """The archive from a mirror folder or URL, looked up by its file name."""

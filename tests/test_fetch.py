@@ -122,6 +122,14 @@ def test_export_then_offline_mirror_in_a_fresh_cache(real_dlls: RealDlls, tmp_pa
     items = artifacts(offline)
     assert [item["origin"] for item in items] == [str(mirror / name) for name in exported[::-1]]
     assert not any(item["cached"] for item in items)
+    # Online with the same mirror: the mirror is preferred, the network is never tried.
+    online = fetch(
+        "--profile", CPU, "--cache-dir", str(tmp_path / "c3"), "--mirror", str(mirror), "--json",
+        env={"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(tmp_path / "nowhere")},
+    )  # fmt: skip
+    for item in artifacts(online):
+        assert str(item["origin"]).startswith(str(mirror))
+        assert not any(reason.startswith("url:") for reason in item["skipped"])  # type: ignore[union-attr]
 
 
 def test_offline_without_mirror_fails_with_exit_8(tmp_path: Path) -> None:
