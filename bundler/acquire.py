@@ -2,10 +2,11 @@
 
 Order for one artifact:
 1. the cache, for any of the artifact's pins (no network at all);
-2. with `--source auto`, the profile's sources in the order written (url, pip, dir), each source
-   of an archive tried first through every mirror (`--mirror`, a folder or a URL; files are
-   looked up by name and still verified against the pins), then at its own location;
-3. a hash or size mismatch stops everything: the pins are the contract, never "try the next".
+2. every mirror (`--mirror`, a folder or a URL) for every allowed archive source: files are
+   looked up by name and still verified against the pins;
+3. the profile's sources in the order written (url, pip, dir), each as allowed by `--source`;
+4. the `--search` folders, as a local install.
+A hash or size mismatch stops everything: the pins are the contract, never "try the next".
 `--offline` allows only the cache, mirror folders and local installs. Every skipped source is
 reported with its reason.
 """
