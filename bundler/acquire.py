@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from bundler.cache import Cache
 from bundler.download import DownloadPolicy, Pins, ProgressCallback, download
-from bundler.errors import FetchError, InputFileError
+from bundler.errors import FetchError, InputFileError, IntegrityError
 from bundler.extract import extract
 from bundler.pe import format_version, read_pe
 from bundler.profiles import (
@@ -276,6 +276,11 @@ def pip_download(source: PipSource, folder: Path) -> Path:
     ]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True)
     wheel = folder / source.wheel
+    if "DO NOT MATCH THE HASHES" in result.stderr:  # pip's own verdict: a pin mismatch
+        raise IntegrityError(
+            f"pip download {source.package}=={source.version}: the index served a wheel "
+            f"whose SHA-256 is not the pinned {source.sha256}; check the index or mirror."
+        )
     if result.returncode != 0 or not wheel.is_file():
         last = (result.stderr.strip().splitlines() or ["no output"])[-1]
         raise FetchError(f"pip download {source.package}=={source.version} failed: {last}")

@@ -344,3 +344,17 @@ def test_verify_rehashes_cached_archives(http_server: HttpServer, tmp_path: Path
     assert verified.returncode == 9
     assert f"expected {digest}" in verified.stderr
     assert not blob.exists()
+
+
+def test_pip_serving_other_bytes_stops_the_run(tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    index.mkdir()
+    (index / "onnxruntime-1.19.2-cp311-cp311-win_amd64.whl").write_bytes(make_zip({"x": b"y"}))
+    result = fetch(
+        "--profile", CPU, "--cache-dir", str(tmp_path / "cache"), "--source", "pip",
+        env={"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(index)},
+    )  # fmt: skip
+    assert result.returncode == 9
+    assert "not the pinned 1c3e5d415b78337fa0b1b75291e9ea9fb2a4c1f148eb5811e7212fed02cfffa8" in (
+        result.stderr
+    )
