@@ -87,7 +87,7 @@ def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
     cache = Cache(options.cache_dir)
     acquired = acquire_profile(profile, cache, options.acquire, progress)
     search = list(options.search) + dll_search_path(acquired)
-    plan = resolve([app], profile, load_system_policy(), search)
+    plan = resolve([app], profile, load_system_policy(), search, app_folders_first=False)
     plan = apply_vc_runtime_policy(attach_provenance(plan, acquired), mode)
     _require_complete(plan)
     placed = placements(plan, profile, acquired, options, out)

@@ -222,8 +222,16 @@ def resolve(
     policy: SystemPolicy,
     search_folders: Sequence[Path],
     reader: PEReader = read_pe,
+    app_folders_first: bool = True,
 ) -> Plan:
     """The closure of `apps` + the profile's roots. App folders are searched first, as the
-    Windows loader does, then `search_folders` in the order given."""
-    folders = [app.path.parent for app in apps] + list(search_folders)
-    return Resolver(profile, policy, SearchPath(folders), reader).resolve(apps)
+    Windows loader does, then `search_folders` in the order given. A build deploying into the
+    app folder searches it last instead: what an earlier build put there is its output, not a
+    source (the app's own DLLs are still found there)."""
+    app_folders = [app.path.parent for app in apps]
+    ordered = (
+        app_folders + list(search_folders)
+        if app_folders_first
+        else list(search_folders) + app_folders
+    )
+    return Resolver(profile, policy, SearchPath(ordered), reader).resolve(apps)

@@ -158,6 +158,22 @@ def test_second_build_copies_and_hashes_nothing(gpu_bundle: Path, gpu_cache: Pat
 
 
 @pytest.mark.realdata
+def test_rebuild_next_to_the_exe_keeps_the_lock_and_passes_locked(
+    cpu_cache: Path, tmp_path: Path
+) -> None:
+    app = tmp_path / "app"
+    app.mkdir()
+    shutil.copy(HELLO, app / "hello.exe")
+    args = [str(app / "hello.exe"), "--profile", CPU, "--cache-dir", str(cpu_cache)]
+    assert build(*args).returncode == 0
+    first = (app / "bundle.lock.json").read_text()
+    assert '"origin": "pip:onnxruntime==1.19.2"' in first
+    again = build_json(*args, "--locked")
+    assert again["counters"]["copied"] == 0  # type: ignore[index]
+    assert (app / "bundle.lock.json").read_text() == first
+
+
+@pytest.mark.realdata
 def test_dry_run_writes_nothing(cpu_cache: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     data = build_json(
