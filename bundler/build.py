@@ -101,7 +101,8 @@ def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
     if options.locked:
         _check_locked(out, previous, lock)
     if not options.dry_run:
-        apply(deployment, counters)
+        size = deployment.bytes_to_write
+        apply(deployment, counters, progress(f"deploying into {out}", size) if size else None)
         write_lock(out / LOCK_NAME, lock)
         if options.sbom:
             write_sbom(out / SBOM_NAME, lock, profile, app.name)

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bundler.download import ProgressCallback
 from bundler.errors import ConflictError, InputFileError
 from bundler.pe import format_version, read_pe
 
@@ -57,6 +58,10 @@ class Deployment:
     steps: tuple[Step, ...]
     stale: tuple[str, ...] = ()  # written by an earlier build, no longer in the plan
     removals: tuple[str, ...] = field(default_factory=tuple)  # --clean: removed before copying
+
+    @property
+    def bytes_to_write(self) -> int:
+        return sum(s.placement.size for s in self.steps if s.action not in ("skip", "touch"))
 
 
 def same_file(source: Path, target: Path) -> bool:
@@ -131,8 +136,13 @@ def _describe(path: Path) -> str:
     return f"version {format_version(version)}, {size}" if version else f"no version, {size}"
 
 
-def apply(deployment: Deployment, counters: Counters) -> None:
+def apply(
+    deployment: Deployment, counters: Counters, progress: ProgressCallback | None = None
+) -> None:
+    """Carry out the steps; `progress` hears (bytes placed, bytes to place) after each file."""
     out = deployment.out
+    total = deployment.bytes_to_write
+    done = 0
     out.mkdir(parents=True, exist_ok=True)
     remove_leftovers(out)
     for name in deployment.removals:
@@ -147,6 +157,9 @@ def apply(deployment: Deployment, counters: Counters) -> None:
                 os.utime(out / step.placement.name, ns=(stat.st_atime_ns, stat.st_mtime_ns))
             continue
         _place(step, out, counters)
+        done += step.placement.size
+        if progress is not None:
+            progress(done, total)
 
 
 def _place(step: Step, out: Path, counters: Counters) -> None:
