@@ -301,15 +301,7 @@ def profiles_show(
 ) -> None:
     """Print one profile in full."""
     profile = load_profile(name)
-    if as_json:
-        import dataclasses
-        import json
-
-        data = dataclasses.asdict(profile)
-        data["path"] = str(profile.path)
-        typer.echo(json.dumps(data, indent=2))
-    else:
-        typer.echo(views.profile_detail(profile))
+    typer.echo(views.profile_json(profile) if as_json else views.profile_detail(profile))
 
 
 def main() -> None:

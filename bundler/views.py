@@ -125,6 +125,12 @@ def profile_table(profiles: list[Profile]) -> str:
     return "\n".join(f"{p.name:<{width}}  {p.architecture:<5}  {p.description}" for p in profiles)
 
 
+def profile_json(profile: Profile) -> str:
+    data = dataclasses.asdict(profile)
+    data["path"] = str(profile.path)
+    return json.dumps({"schema_version": 1, **data}, indent=2)
+
+
 def profile_detail(profile: Profile) -> str:
     lines = [
         f"{profile.name}: {profile.description}",

@@ -133,3 +133,13 @@ def test_cli_unknown_profile_is_one_line_exit_6(tmp_path: Path) -> None:
     assert result.stderr.count("\n") == 1
     assert "unknown profile 'ort-9.9-gpu'" in result.stderr
     assert "ort-1.19.2-gpu-cuda12" in result.stderr
+
+
+def test_cli_profile_json_is_machine_readable() -> None:
+    import json
+
+    shown = run_bundle("profiles", "show", "ort-1.19.2-directml", "--json")
+    data = json.loads(shown.stdout)
+    assert data["schema_version"] == 1
+    assert data["min_windows"] == [10, 0, 19041]
+    assert data["artifacts"][0]["sources"][0]["package"] == "onnxruntime-directml"
