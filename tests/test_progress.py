@@ -1,0 +1,50 @@
+"""Progress output: plain lines in logs (no TTY), a redrawn bar on a terminal."""
+
+from __future__ import annotations
+
+import io
+
+from bundler.progress import progress_for
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_log_lines_every_ten_percent() -> None:
+    out = io.StringIO()
+    report = progress_for("cudnn.whl", 1000, out)
+    assert report is not None
+    for done in range(0, 1001, 25):
+        report(done, 1000)
+    lines = out.getvalue().splitlines()
+    assert [line.split(": ")[1].split("%")[0] for line in lines] == [
+        "0", "10", "20", "30", "40", "50", "60", "70", "80", "90", "100",
+    ]  # fmt: skip
+    assert lines[-1] == "cudnn.whl: 100% (0.0 MB of 0.0 MB)"
+
+
+def test_unknown_size_prints_a_line_per_64_mb() -> None:
+    out = io.StringIO()
+    report = progress_for("stream", None, out)
+    assert report is not None
+    for done in range(0, 200_000_001, 1_000_000):
+        report(done, None)
+    assert out.getvalue().splitlines() == [
+        "stream: 0.0 MB",
+        "stream: 64.0 MB",
+        "stream: 128.0 MB",
+        "stream: 192.0 MB",
+    ]
+
+
+def test_terminal_bar_redraws_one_line_and_ends_it() -> None:
+    out = Terminal()
+    report = progress_for("ort.zip", 2_000_000, out)
+    assert report is not None
+    report(0, 2_000_000)
+    report(2_000_000, 2_000_000)
+    text = out.getvalue()
+    assert text.count("\n") == 1 and text.endswith("\n")
+    assert "\r" in text and "[##############################]" in text
