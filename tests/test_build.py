@@ -213,6 +213,7 @@ def test_killed_build_leaves_no_partial_dll_and_the_rerun_completes(
     for item in lock["files"]:
         if item["name"].endswith(".dll"):
             assert (out / item["name"]).stat().st_size == item["size"]
+    shutil.rmtree(out)  # 2.6 GB of copies: do not keep them in pytest's retained temp dirs
 
 
 # --- refusals: one line, documented exit code, nothing written ---------------------------------
