@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 from bundler.cache import Cache
 from bundler.download import DownloadPolicy, Pins, ProgressCallback, download
 from bundler.errors import FetchError, InputFileError, IntegrityError
-from bundler.extract import extract
+from bundler.extract import extract, is_extracted
 from bundler.pe import format_version, read_pe
 from bundler.profiles import (
     Artifact,
@@ -247,7 +247,14 @@ class Acquirer:
         cached: bool,
         skipped: tuple[str, ...],
     ) -> Acquired:
+        size = blob.stat().st_size
+        fresh = not is_extracted(self.cache.extract_root, source.sha256, artifact.licenses)
+        report = self.progress(f"extracting {_filename(source)}", size) if fresh else None
+        if report:
+            report(0, size)
         tree = extract(blob, source.sha256, self.cache.extract_root, artifact.licenses)
+        if report:
+            report(size, size)
         return Acquired(
             artifact=artifact.name,
             version=artifact.version,
@@ -256,7 +263,7 @@ class Acquirer:
             pinned=pinned_location(source),
             filename=_filename(source),
             sha256=source.sha256,
-            size=blob.stat().st_size,
+            size=size,
             cached=cached,
             folder=tree.root,
             dll_folders=dll_folders(tree.root, artifact),

@@ -138,6 +138,13 @@ def extract(
     return _build(archive, target, members, selection, workers, sevenzip)
 
 
+def is_extracted(extract_root: Path, sha256: str, licence_names: Collection[str] = ()) -> bool:
+    """True when extract() would reuse the tree without opening the archive."""
+    recorded = _read_marker(extract_root / _cache_key(sha256))
+    wanted = frozenset(_basename(name) for name in licence_names)
+    return recorded is not None and wanted <= recorded.licence_names
+
+
 def _basename(name: str) -> str:
     return name.replace("\\", "/").rsplit("/", 1)[-1].lower()
 

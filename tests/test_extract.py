@@ -21,7 +21,7 @@ import pytest
 
 from bundler import extract as extract_module
 from bundler.errors import ArchiveError, ExitCode, InputFileError
-from bundler.extract import CHUNK, MARKER, Extracted, extract, wanted_member
+from bundler.extract import CHUNK, MARKER, Extracted, extract, is_extracted, wanted_member
 
 ORT = "onnxruntime-win-x64-gpu-1.19.2"
 ORT_MEMBERS = {
@@ -596,3 +596,13 @@ def test_unsupported_format_is_refused(tmp_path: Path, root: Path, suffix: str) 
 
     assert str(archive) in str(e.value)
     assert_nothing_written(root)
+
+
+def test_is_extracted_tells_whether_extract_would_reuse_the_tree(tmp_path: Path) -> None:
+    archive = write_zip(tmp_path / "a.zip", {"bin/a.dll": b"MZ1", "LICENSE": b"text"})
+    digest = sha256_of(archive)
+    root = tmp_path / "extracted"
+    assert not is_extracted(root, digest)
+    extract(archive, digest, root)
+    assert is_extracted(root, digest)
+    assert not is_extracted(root, digest, ["NOTES.txt"])  # more licence names: extract again
