@@ -22,11 +22,10 @@ from bundler.cache import Cache, file_sha256
 from bundler.deploy import Counters, Deployment, Placement, apply, plan_deployment, same_file
 from bundler.errors import ConfigError, LockMismatchError, MissingDependenciesError
 from bundler.lock import LOCK_NAME, Lock, LockedFile, differences, read_lock, write_lock
-from bundler.pe import read_pe
 from bundler.plan import Plan, PlanFile, Status
 from bundler.profiles import Artifact, Profile, load_profile
 from bundler.provenance import attach_provenance
-from bundler.resolve import check_app_machine, resolve
+from bundler.resolve import read_inputs, resolve
 from bundler.sbom import SBOM_NAME, write_sbom
 from bundler.system import load_system_policy
 from bundler.vcruntime import apply_vc_runtime_policy
@@ -76,8 +75,7 @@ class BuildResult:
 
 def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
     profile = load_profile(options.profile)
-    app = read_pe(options.exe)  # a wrong exe fails before any download
-    check_app_machine(app, profile)
+    (app,) = read_inputs([options.exe], profile, options.search)  # before any download
     out = options.out or options.exe.parent
     mode = options.vc_runtime or profile.vc_runtime
     if mode == "installer" and options.vc_redist is None:

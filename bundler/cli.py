@@ -22,12 +22,11 @@ from bundler.build import BuildOptions
 from bundler.build import build as run_build
 from bundler.cache import Cache, default_cache_dir
 from bundler.download import DownloadPolicy
-from bundler.errors import BundleError, ConfigError, ExitCode, InputFileError
-from bundler.pe import read_pe
+from bundler.errors import BundleError, ConfigError, ExitCode
 from bundler.plan import Plan
 from bundler.profiles import DEFAULT_PROFILE, available_profiles, load_profile
 from bundler.progress import progress_for
-from bundler.resolve import resolve
+from bundler.resolve import read_inputs, resolve
 from bundler.system import load_system_policy
 
 app = typer.Typer(
@@ -120,10 +119,7 @@ def _resolve(
 ) -> Plan:
     """Inputs are read before any fetch, so a wrong exe fails at once, not after a download."""
     profile = load_profile(profile_name)
-    for folder in search:
-        if not folder.is_dir():
-            raise InputFileError(f"--search {folder}: no such folder.")
-    apps = [read_pe(path) for path in files]
+    apps = read_inputs(files, profile, search)
     if fetch:
         cache = Cache(cache_dir or default_cache_dir())
         acquired = acquire_profile(profile, cache, AcquireOptions(), progress_for)

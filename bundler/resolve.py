@@ -192,6 +192,23 @@ class Resolver:
         )
 
 
+def read_inputs(
+    files: Sequence[Path],
+    profile: Profile,
+    search_folders: Sequence[Path],
+    reader: PEReader = read_pe,
+) -> list[PEInfo]:
+    """Everything the user named, checked before any download: each file must be a PE of the
+    profile's machine, each --search folder must exist."""
+    for folder in search_folders:
+        if not folder.is_dir():
+            raise InputFileError(f"--search {folder}: no such folder.")
+    apps = [reader(path) for path in files]
+    for app in apps:
+        check_app_machine(app, profile)
+    return apps
+
+
 def check_app_machine(app: PEInfo, profile: Profile) -> None:
     """An input built for another machine can never load the profile's DLLs: refuse it."""
     wanted = profile.architecture

@@ -409,3 +409,24 @@ def test_bare_build_without_config_says_what_is_missing(tmp_path: Path) -> None:
     result = run_bundle("build", cwd=tmp_path)
     assert result.returncode == 14
     assert "no EXE given and no bundle.toml" in result.stderr
+
+
+def test_build_with_a_missing_search_folder_writes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = build(
+        str(HELLO), "--profile", CPU, "--out", str(out), "--cache-dir", str(tmp_path / "c"),
+        "--search", str(tmp_path / "no-such-folder"),
+    )  # fmt: skip
+    assert result.returncode == 4
+    assert result.stderr.count("\n") == 1 and "no-such-folder: no such folder" in result.stderr
+    assert not out.exists() and not (tmp_path / "c").exists()
+
+
+def test_deps_fetch_refuses_a_32_bit_exe_before_downloading(
+    mingw_build: Path, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    app32 = mingw_build / "x86" / "ortapp.exe"
+    result = run_bundle("deps", "--fetch", "--cache-dir", str(cache), str(app32))
+    assert result.returncode == 5 and "built for x86" in result.stderr
+    assert not cache.exists()
