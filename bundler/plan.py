@@ -92,9 +92,20 @@ class Plan:
     tool_version: str = __version__
     schema_version: int = SCHEMA_VERSION
     _index: dict[str, PlanFile] = field(init=False, compare=False, repr=False)
+    _children: dict[str, list[Edge]] = field(init=False, compare=False, repr=False)
+    _parents: dict[str, list[Edge]] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        """Lookup maps derived once from the (frozen) files and edges."""
+        children: dict[str, list[Edge]] = {}
+        parents: dict[str, list[Edge]] = {}
+        for edge in self.edges:
+            if edge.parent is not None:
+                children.setdefault(edge.parent, []).append(edge)
+            parents.setdefault(edge.child, []).append(edge)
         object.__setattr__(self, "_index", {item.key: item for item in self.files})
+        object.__setattr__(self, "_children", children)
+        object.__setattr__(self, "_parents", parents)
 
     def file(self, name: str) -> PlanFile | None:
         return self._index.get(name.lower())
@@ -107,16 +118,13 @@ class Plan:
         return self.with_status(Status.MISSING)
 
     def children(self, key: str) -> list[Edge]:
-        return [edge for edge in self.edges if edge.parent == key]
+        return self._children.get(key, [])
 
     def chains_to(self, name: str) -> list[list[Edge]]:
         """Every cycle-free chain of edges from a root to `name`, root side first."""
         key = name.lower()
-        parents: dict[str, list[Edge]] = {}
-        for edge in self.edges:
-            parents.setdefault(edge.child, []).append(edge)
         chains: list[list[Edge]] = []
-        self._walk_up(key, parents, [], {key}, chains)
+        self._walk_up(key, self._parents, [], {key}, chains)
         return sorted(chains, key=len)
 
     def _walk_up(
@@ -162,7 +170,8 @@ class Plan:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data.pop("_index")
+        for derived in ("_index", "_children", "_parents"):
+            data.pop(derived)
         return {"schema_version": data.pop("schema_version"), **data}
 
     def to_json(self) -> str:
