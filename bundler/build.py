@@ -154,13 +154,16 @@ def _licences(
         if item.artifact not in used or item.sha256 is None:
             continue
         artifact = artifacts[item.artifact]
-        for wanted in artifact.licenses:
-            found = sorted(p for p in item.folder.rglob("*") if p.name.lower() == wanted.lower())
-            if found:
-                name = f"{LICENSES_DIR}/{item.artifact}/{found[0].name}"
-                member = found[0].relative_to(item.folder).as_posix()
-                source = Source("license", None, artifact, item.sha256, member)
-                placed.append((Placement(name, found[0], found[0].stat().st_size), source))
+        wanted = {name.lower() for name in artifact.licenses}
+        first: dict[str, Path] = {}  # one file per licence name: the first in path order
+        for path in sorted(item.folder.rglob("*")):
+            if path.name.lower() in wanted and path.is_file():
+                first.setdefault(path.name.lower(), path)
+        for path in first.values():
+            member = path.relative_to(item.folder).as_posix()
+            source = Source("license", None, artifact, item.sha256, member)
+            name = f"{LICENSES_DIR}/{item.artifact}/{path.name}"
+            placed.append((Placement(name, path, path.stat().st_size), source))
     return placed
 
 
