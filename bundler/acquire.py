@@ -96,16 +96,15 @@ class Acquirer:
     def get(self, artifact: Artifact) -> Acquired:
         """Cache, then every mirror for every allowed archive source, then the sources
         themselves in profile order (network or local install), then --search folders."""
-        hit = self._from_cache(artifact)
+        allowed = [s for s in artifact.sources if self.options.mode in ("auto", s.kind)]
+        hit = self._from_cache(artifact, allowed)
         if hit is not None:
             return hit
-        skipped: list[str] = []
-        allowed = []
-        for source in artifact.sources:
-            if self.options.mode in ("auto", source.kind):
-                allowed.append(source)
-            else:
-                skipped.append(f"{source.kind}: not allowed by --source {self.options.mode}")
+        skipped = [
+            f"{source.kind}: not allowed by --source {self.options.mode}"
+            for source in artifact.sources
+            if source not in allowed
+        ]
         for source in allowed if self.options.mirrors else []:
             if not isinstance(source, DirSource):
                 try:
@@ -128,12 +127,9 @@ class Acquirer:
             "or pass --mirror DIR / --search DIR."
         )
 
-    def _from_cache(self, artifact: Artifact) -> Acquired | None:
-        for source in artifact.sources:
-            if isinstance(source, UrlSource | PipSource) and self.options.mode in (
-                "auto",
-                source.kind,
-            ):
+    def _from_cache(self, artifact: Artifact, allowed: Sequence[Source]) -> Acquired | None:
+        for source in allowed:
+            if isinstance(source, UrlSource | PipSource):
                 blob = self.cache.lookup(source.sha256, _size(source), self.options.verify)
                 if blob is not None:
                     return self._finish(artifact, source, blob, "cache", True, ())
