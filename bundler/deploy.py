@@ -16,7 +16,7 @@ import filecmp
 import os
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from bundler.download import ProgressCallback
@@ -57,7 +57,7 @@ class Deployment:
     out: Path
     steps: tuple[Step, ...]
     stale: tuple[str, ...] = ()  # written by an earlier build, no longer in the plan
-    removals: tuple[str, ...] = field(default_factory=tuple)  # --clean: removed before copying
+    removals: tuple[str, ...] = ()  # --clean: removed before copying
 
     @property
     def bytes_to_write(self) -> int:

@@ -14,6 +14,7 @@ from pathlib import Path
 from bundler.acquire import Acquired
 from bundler.build import BuildResult
 from bundler.cache import CacheEntry
+from bundler.lock import LOCK_NAME
 from bundler.plan import EDGE_LABELS, Edge, EdgeKind, Plan, PlanFile, Status
 from bundler.profiles import Profile
 
@@ -209,7 +210,7 @@ def build_report(result: BuildResult) -> str:
             f"  copied {c.copied} ({human_size(c.bytes_written)}), linked {c.linked}, "
             f"unchanged {c.skipped}, removed {c.removed}; hashed {c.hashed} files"
         )
-        lines.append(f"  lock file: {result.out / 'bundle.lock.json'}")
+        lines.append(f"  lock file: {result.out / LOCK_NAME}")
     if result.deployment.stale:
         names = ", ".join(result.deployment.stale)
         lines.append(
