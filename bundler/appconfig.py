@@ -9,6 +9,18 @@
     vc_redist = "vc_redist.x64.exe"    # with vc_runtime = "installer"
     link = false                       # hard links from the cache instead of copies
     sbom = false                       # also write bundle.cdx.json (CycloneDX)
+    archive = "hello.zip"              # also pack the bundle into a .zip or .7z
+
+    [render]                           # the Inno Setup script (setup.iss in the output folder)
+    iss = "installer/setup.iss"        # elsewhere; false: no script
+    app_name = "Hello"                 # default: the exe's name
+    app_version = "1.2.0"              # default: the exe's FileVersion
+    publisher = "Example Ltd"
+    app_id = "{{...}"                  # default: derived from app_name, stable
+    compression = "lzma2"              # Inno Setup's Compression (zip/1 compiles fastest)
+    shortcut = false                   # Start-menu shortcut to the app
+    require_gpu = false                # default: the profile's; a silent install then fails
+                                       # without a good enough GPU driver (as /REQUIREGPU)
 
 Command-line flags override these values. Paths are relative to the folder of bundle.toml.
 """
@@ -16,11 +28,12 @@ Command-line flags override these values. Paths are relative to the folder of bu
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from bundler.errors import ConfigError
 from bundler.manifest import Table
+from bundler.render_iss import DEFAULT_COMPRESSION, IssSettings
 
 CONFIG_NAME = "bundle.toml"
 
@@ -36,6 +49,9 @@ class AppConfig:
     vc_redist: Path | None = None
     link: bool | None = None
     sbom: bool | None = None
+    archive: Path | None = None
+    iss: Path | bool | None = None  # a path, False for none, None for the default place
+    installer: IssSettings = field(default_factory=IssSettings)
 
 
 def find_config(start: Path) -> Path | None:
@@ -63,10 +79,35 @@ def load_config(path: Path) -> AppConfig:
         vc_redist=_path(base, build.string("vc_redist", None)),
         link=build.boolean("link", None),
         sbom=build.boolean("sbom", None),
+        archive=_path(base, build.string("archive", None)),
     )
+    render = root.table("render", None)
+    if render is not None:
+        config = replace(config, iss=_iss_place(render, base), installer=_installer(render))
+        render.done()
     build.done()
     root.done()
     return config
+
+
+def _iss_place(table: Table, base: Path) -> Path | bool | None:
+    """[render] iss: a path (relative to bundle.toml), false for no script, true: default."""
+    if isinstance(table.peek("iss"), str):
+        place: str = table.string("iss")
+        return base / place
+    return False if table.boolean("iss", None) is False else None
+
+
+def _installer(table: Table) -> IssSettings:
+    return IssSettings(
+        app_name=table.string("app_name", None),
+        app_version=table.string("app_version", None),
+        publisher=table.string("publisher", None),
+        app_id=table.string("app_id", None),
+        compression=table.string("compression", DEFAULT_COMPRESSION),
+        shortcut=table.boolean("shortcut", False),
+        require_gpu=table.boolean("require_gpu", None),
+    )
 
 
 def _path(base: Path, text: str | None) -> Path | None:

@@ -18,6 +18,7 @@ from bundler.acquire import (
     acquire_profile,
     dll_search_path,
 )
+from bundler.archive import ArchiveResult, archive_format, write_archive
 from bundler.cache import Cache, file_sha256
 from bundler.deploy import Counters, Deployment, Placement, apply, plan_deployment, same_file
 from bundler.errors import ConfigError, LockMismatchError, MissingDependenciesError
@@ -25,10 +26,11 @@ from bundler.lock import LOCK_NAME, Lock, LockedFile, differences, read_lock, wr
 from bundler.plan import Plan, PlanFile, Status
 from bundler.profiles import Artifact, Profile, load_profile
 from bundler.provenance import attach_provenance
+from bundler.render_iss import ISS_NAME, IssResult, IssSettings, write_iss
 from bundler.resolve import read_inputs, resolve
 from bundler.sbom import SBOM_NAME, write_sbom
 from bundler.system import load_system_policy
-from bundler.vcruntime import apply_vc_runtime_policy
+from bundler.vcruntime import apply_vc_runtime_policy, required_vc_runtime
 
 LICENSES_DIR = "licenses"
 VC_REDIST_NAME = "vc_redist.x64.exe"
@@ -49,7 +51,15 @@ class BuildOptions:
     link: bool = False
     locked: bool = False
     sbom: bool = False
+    iss: Path | bool = True  # True: setup.iss in the output folder; False: no script
+    installer: IssSettings = field(default_factory=IssSettings)
+    archive: Path | None = None
     acquire: AcquireOptions = field(default_factory=AcquireOptions)
+
+    def iss_path(self, out: Path) -> Path | None:
+        if self.iss is False:
+            return None
+        return out / ISS_NAME if self.iss is True else Path(self.iss)
 
 
 @dataclass(frozen=True)
@@ -71,6 +81,8 @@ class BuildResult:
     deployment: Deployment
     counters: Counters
     dry_run: bool
+    iss: IssResult | None = None
+    archive: ArchiveResult | None = None
 
 
 def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
@@ -82,6 +94,9 @@ def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
         raise ConfigError(
             "--vc-runtime installer needs --vc-redist PATH (the vc_redist.x64.exe to ship)."
         )
+    installer = options.installer.checked()
+    if options.archive is not None:
+        archive_format(options.archive)  # a wrong suffix fails before any work
     cache = Cache(options.cache_dir)
     acquired = acquire_profile(profile, cache, options.acquire, progress)
     search = list(options.search) + dll_search_path(acquired)
@@ -95,16 +110,25 @@ def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
         [p for p, _ in placed], out, sizes, options.link, options.force, options.clean
     )
     counters = Counters()
-    lock = _lock(plan, mode, placed, _hashes(placed, out, previous, cache, counters))
+    lock = _lock(plan, profile, mode, placed, _hashes(placed, out, previous, cache, counters))
     if options.locked:
         _check_locked(out, previous, lock)
-    if not options.dry_run:
-        size = deployment.bytes_to_write
-        apply(deployment, counters, progress(f"deploying into {out}", size) if size else None)
-        write_lock(out / LOCK_NAME, lock)
-        if options.sbom:
-            write_sbom(out / SBOM_NAME, lock, profile, app.name)
-    return BuildResult(out, plan, lock, deployment, counters, options.dry_run)
+    result = BuildResult(out, plan, lock, deployment, counters, options.dry_run)
+    if options.dry_run:
+        return result
+    size = deployment.bytes_to_write
+    apply(deployment, counters, progress(f"deploying into {out}", size) if size else None)
+    write_lock(out / LOCK_NAME, lock)
+    if options.sbom:
+        write_sbom(out / SBOM_NAME, lock, profile, app.name)
+    script = options.iss_path(out)
+    if script is not None:
+        result.iss = write_iss(lock, out, script, installer)
+    if options.archive is not None:
+        total = sum(item.size for item in lock.files)
+        packing = progress(f"packing {options.archive}", total)
+        result.archive = write_archive(out, lock, options.archive, packing)
+    return result
 
 
 def _require_complete(plan: Plan) -> None:
@@ -197,7 +221,11 @@ def _hashes(
 
 
 def _lock(
-    plan: Plan, mode: str, placed: Sequence[tuple[Placement, Source]], hashes: dict[str, str]
+    plan: Plan,
+    profile: Profile,
+    mode: str,
+    placed: Sequence[tuple[Placement, Source]],
+    hashes: dict[str, str],
 ) -> Lock:
     files = []
     for placement, source in placed:
@@ -219,7 +247,19 @@ def _lock(
             )
         )
     drivers = tuple(sorted(item.name for item in plan.with_status(Status.DRIVER)))
-    return Lock(plan.profile, plan.architecture, mode, tuple(files), drivers)
+    app = plan.with_status(Status.APP)[0]
+    return Lock(
+        plan.profile,
+        plan.architecture,
+        mode,
+        tuple(files),
+        drivers,
+        app=app.name,
+        app_file_version=app.file_version,
+        min_windows=plan.min_windows,
+        vc_runtime_min=required_vc_runtime(plan),
+        gpu_driver=profile.gpu_driver,
+    )
 
 
 def _check_locked(out: Path, previous: Lock | None, lock: Lock) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -23,9 +24,11 @@ from bundler.build import build as run_build
 from bundler.cache import Cache, default_cache_dir
 from bundler.download import DownloadPolicy
 from bundler.errors import BundleError, ConfigError, ExitCode
+from bundler.lock import LOCK_NAME, read_lock
 from bundler.plan import Plan
 from bundler.profiles import DEFAULT_PROFILE, available_profiles, load_profile
 from bundler.progress import progress_for
+from bundler.render_iss import ISS_NAME, IssSettings, write_iss
 from bundler.resolve import read_inputs, resolve
 from bundler.system import load_system_policy
 
@@ -39,6 +42,10 @@ profiles_app = typer.Typer(help="List the target profiles, or show one.", add_co
 app.add_typer(profiles_app, name="profiles")
 cache_app = typer.Typer(help="Inspect or clean the download cache.", add_completion=False)
 app.add_typer(cache_app, name="cache")
+render_app = typer.Typer(
+    help="Render an output of a built bundle again from its lock file.", add_completion=False
+)
+app.add_typer(render_app, name="render")
 
 _debug = {"on": os.environ.get("BUNDLE_DEBUG", "") not in ("", "0")}
 
@@ -68,6 +75,33 @@ SearchOption = Annotated[
     typer.Option("--search", "-s", help="Folder to search for DLLs (repeatable, in order)."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")]
+AppNameOption = Annotated[
+    str | None, typer.Option("--app-name", help="Installer: the app's name (default: exe name).")
+]
+AppVersionOption = Annotated[
+    str | None,
+    typer.Option("--app-version", help="Installer: the version (default: the exe's FileVersion)."),
+]
+PublisherOption = Annotated[
+    str | None, typer.Option("--publisher", help="Installer: the publisher's name.")
+]
+CompressionOption = Annotated[
+    str | None,
+    typer.Option(
+        "--iss-compression", help="Installer: Inno Setup compression (default lzma2; zip/1 fast)."
+    ),
+]
+ShortcutOption = Annotated[
+    bool | None,
+    typer.Option("--shortcut/--no-shortcut", help="Installer: a Start-menu shortcut to the app."),
+]
+RequireGpuOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--require-gpu/--allow-cpu",
+        help="Installer: a silent install fails without a good enough NVIDIA driver.",
+    ),
+]
 CacheDirOption = Annotated[
     Path | None,
     typer.Option(
@@ -224,9 +258,25 @@ def build(
     allow_http: Annotated[
         bool, typer.Option("--allow-http", help="Allow http:// mirrors.")
     ] = False,
+    iss: Annotated[
+        Path | None,
+        typer.Option("--iss", help="Write the Inno Setup script here (default: OUT/setup.iss)."),
+    ] = None,
+    no_iss: Annotated[bool, typer.Option("--no-iss", help="Write no Inno Setup script.")] = False,
+    app_name: AppNameOption = None,
+    app_version: AppVersionOption = None,
+    publisher: PublisherOption = None,
+    iss_compression: CompressionOption = None,
+    shortcut: ShortcutOption = None,
+    require_gpu: RequireGpuOption = None,
+    archive: Annotated[
+        Path | None,
+        typer.Option("--archive", help="Also pack the bundle into this .zip or .7z file."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
-    """Deploy EXE's complete DLL closure next to it (or into --out), with a lock file."""
+    """Deploy EXE's complete DLL closure next to it (or into --out), with a lock file and an
+    Inno Setup script."""
     settings = _app_config(config, exe)
     chosen_exe = exe or settings.exe
     if chosen_exe is None:
@@ -245,6 +295,17 @@ def build(
         link=bool(link if link is not None else settings.link),
         locked=locked,
         sbom=bool(sbom if sbom is not None else settings.sbom),
+        iss=False if no_iss else (iss or (settings.iss if settings.iss is not None else True)),
+        installer=_installer(
+            settings.installer,
+            app_name,
+            app_version,
+            publisher,
+            iss_compression,
+            shortcut,
+            require_gpu,
+        ),
+        archive=archive or settings.archive,
         acquire=AcquireOptions(
             mirrors=tuple(mirror or ()),
             offline=offline,
@@ -253,6 +314,73 @@ def build(
     )
     result = run_build(options, progress_for)
     typer.echo(views.build_json(result) if as_json else views.build_report(result))
+
+
+def _installer(
+    base: IssSettings,
+    app_name: str | None,
+    app_version: str | None,
+    publisher: str | None,
+    compression: str | None,
+    shortcut: bool | None,
+    require_gpu: bool | None,
+) -> IssSettings:
+    """bundle.toml's [render] settings with the command line's flags on top."""
+    return replace(
+        base,
+        app_name=app_name if app_name is not None else base.app_name,
+        app_version=app_version if app_version is not None else base.app_version,
+        publisher=publisher if publisher is not None else base.publisher,
+        compression=compression if compression is not None else base.compression,
+        shortcut=shortcut if shortcut is not None else base.shortcut,
+        require_gpu=require_gpu if require_gpu is not None else base.require_gpu,
+    )
+
+
+@render_app.command("iss")
+def render_iss(
+    lock: Annotated[
+        Path | None,
+        typer.Option("--lock", help="The bundle's lock file (default: from bundle.toml, or ./)."),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Where to write the script (default: beside the lock file)."),
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="bundle.toml with [render] settings.")
+    ] = None,
+    app_name: AppNameOption = None,
+    app_version: AppVersionOption = None,
+    publisher: PublisherOption = None,
+    iss_compression: CompressionOption = None,
+    shortcut: ShortcutOption = None,
+    require_gpu: RequireGpuOption = None,
+) -> None:
+    """Render the Inno Setup script of a built bundle from its lock file, without building."""
+    settings = _app_config(config, None)
+    lock_path = lock or _default_lock(settings)
+    bundle = read_lock(lock_path)
+    if bundle is None:
+        raise ConfigError(f"{lock_path}: no lock file; run bundle build first, or give --lock.")
+    installer = _installer(
+        settings.installer,
+        app_name,
+        app_version,
+        publisher,
+        iss_compression,
+        shortcut,
+        require_gpu,
+    ).checked()
+    target = out or (settings.iss if isinstance(settings.iss, Path) else None)
+    result = write_iss(bundle, lock_path.parent, target or lock_path.parent / ISS_NAME, installer)
+    typer.echo(views.iss_report(result))
+
+
+def _default_lock(settings: AppConfig) -> Path:
+    """The lock of bundle.toml's output folder (else of its exe's folder), else ./"""
+    folder = settings.out or (settings.exe.parent if settings.exe else Path.cwd())
+    return folder / LOCK_NAME
 
 
 def _app_config(config: Path | None, exe: Path | None) -> AppConfig:

@@ -27,6 +27,7 @@ class ExitCode(IntEnum):
     CONFLICT = 12  # a different file the user put there would be overwritten (use --force)
     LOCKED = 13  # --locked: the result would differ from bundle.lock.json
     CONFIG = 14  # bundle.toml is invalid, or the command line lacks what it needs
+    OUTPUT = 15  # an output file (setup script, archive) cannot be written
 
 
 class BundleError(Exception):
@@ -112,3 +113,9 @@ class ConfigError(BundleError):
     """bundle.toml or the options are invalid or incomplete."""
 
     exit_code = ExitCode.CONFIG
+
+
+class OutputError(BundleError):
+    """A rendered file or archive cannot be written where it was asked for."""
+
+    exit_code = ExitCode.OUTPUT

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from bundler import __version__
 from bundler.errors import PlanFormatError
+from bundler.profiles import GpuDriver
 
 LOCK_NAME = "bundle.lock.json"
 SCHEMA_VERSION = 1
@@ -37,17 +38,40 @@ class LockedFile:
 
 
 @dataclass(frozen=True)
+class PayloadFile:
+    """One file of a bundle, relative to the bundle folder (posix)."""
+
+    name: str
+    kind: str  # a LockedFile kind, or "app" for an exe built in place, or "lock"
+    sha256: str | None  # None where the lock holds no hash (an in-place exe, the lock itself)
+
+
+@dataclass(frozen=True)
 class Lock:
     profile: str
     architecture: str
     vc_runtime: str
     files: tuple[LockedFile, ...]
     driver_requirements: tuple[str, ...] = ()
+    app: str | None = None  # the exe's name in the output folder (listed in files only with --out)
+    app_file_version: str | None = None  # the exe's VS_VERSIONINFO FileVersion, if it has one
+    min_windows: str | None = None
+    vc_runtime_min: str | None = None  # newest MSVC linker among the runtime's users, "14.40"
+    gpu_driver: GpuDriver | None = None
     tool_version: str = __version__
     schema_version: int = SCHEMA_VERSION
 
     def by_name(self) -> dict[str, LockedFile]:
         return {item.name: item for item in self.files}
+
+    def payload(self) -> list[PayloadFile]:
+        """What ships: the app, every file the build placed, and the lock file itself, sorted
+        by name. Generated views (setup script, SBOM, archives) are not part of it."""
+        entries = {item.name: PayloadFile(item.name, item.kind, item.sha256) for item in self.files}
+        if self.app and self.app not in entries:
+            entries[self.app] = PayloadFile(self.app, "app", None)
+        entries[LOCK_NAME] = PayloadFile(LOCK_NAME, "lock", None)
+        return sorted(entries.values(), key=lambda entry: entry.name)
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -70,6 +94,11 @@ def read_lock(path: Path) -> Lock | None:
             vc_runtime=data["vc_runtime"],
             files=tuple(LockedFile(**item) for item in data["files"]),
             driver_requirements=tuple(data.get("driver_requirements", ())),
+            app=data.get("app"),
+            app_file_version=data.get("app_file_version"),
+            min_windows=data.get("min_windows"),
+            vc_runtime_min=data.get("vc_runtime_min"),
+            gpu_driver=GpuDriver(**data["gpu_driver"]) if data.get("gpu_driver") else None,
             tool_version=data.get("tool_version", "?"),
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:

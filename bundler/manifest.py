@@ -80,8 +80,12 @@ class Table:
             raise self._fail(key, f"must be {length} lower-case hex digits")
         return value
 
-    def table(self, key: str) -> Table:
-        return Table(self._take(key, dict), f"{self.where} [{key}]", self.error)
+    def table(self, key: str, default: Any = ...) -> Any:
+        """The sub-table `key`; with a default, that default when the key is absent."""
+        data = self._take(key, dict, default)
+        if data is default:
+            return default
+        return Table(data, f"{self.where} [{key}]", self.error)
 
     def tables(self, key: str, default: Any = ...) -> list[Table]:
         items = self._take(key, list, default)
@@ -91,6 +95,10 @@ class Table:
             Table(item, f"{self.where} [{key}#{index + 1}]", self.error)
             for index, item in enumerate(items)
         ]
+
+    def peek(self, key: str) -> Any:
+        """The raw value of `key` (None if absent), for a key that takes more than one type."""
+        return self._data.get(key)
 
     def done(self) -> None:
         """Every key must have been read: an unknown key is a typo or a newer schema."""

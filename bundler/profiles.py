@@ -87,6 +87,19 @@ class Artifact:
 
 
 @dataclass(frozen=True)
+class GpuDriver:
+    """What the target's GPU driver must be: the installer's preflight checks it. The version
+    is NVIDIA's driver numbering (527.41), read on the target from the driver DLL's
+    FileVersion (31.0.15.2741: the last five digits of the last two parts)."""
+
+    dll: str  # the driver DLL in System32 whose FileVersion tells the driver version
+    cuda_major: int
+    min_version: str  # e.g. "527.41"
+    source: str  # where the minimum comes from
+    require: bool = False  # a failed check stops a silent install (else it is only logged)
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     description: str
@@ -98,6 +111,7 @@ class Profile:
     runtime_rules: tuple[RuntimeRule, ...]
     artifacts: tuple[Artifact, ...]
     path: Path
+    gpu_driver: GpuDriver | None = None
 
     def rules_for(self, name: str) -> tuple[RuntimeRule, ...]:
         key = dll_key(name)
@@ -140,6 +154,7 @@ def load_profile_file(path: Path) -> Profile:
         runtime_rules=tuple(_rule(item) for item in table.tables("runtime_rules", [])),
         artifacts=tuple(_artifact(item) for item in table.tables("artifacts", [])),
         path=path,
+        gpu_driver=_gpu_driver(table),
     )
     table.done()
     return profile
@@ -154,6 +169,28 @@ def parse_windows_version(table: Table, key: str) -> tuple[int, ...]:
     if len(parts) != 3:
         raise ProfileError(f"{table.where}: key '{key}' must look like 10.0.19041, not '{text}'.")
     return parts
+
+
+def _gpu_driver(profile: Table) -> GpuDriver | None:
+    table = profile.table("gpu_driver", None)
+    if table is None:
+        return None
+    minimum = table.string("min_version")
+    parts = minimum.split(".")
+    if len(parts) != 2 or not all(part.isdigit() for part in parts) or len(parts[1]) != 2:
+        raise ProfileError(
+            f"{table.where}: key 'min_version' must be a driver version like 527.41, "
+            f"not '{minimum}'."
+        )
+    driver = GpuDriver(
+        dll=table.string("dll"),
+        cuda_major=table.integer("cuda_major"),
+        min_version=minimum,
+        source=table.string("source"),
+        require=table.boolean("require", False),
+    )
+    table.done()
+    return driver
 
 
 def _file_version(table: Table, key: str) -> tuple[int, ...] | None:

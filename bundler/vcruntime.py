@@ -50,16 +50,28 @@ def _version(text: str | None) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split(".")) if text else ()
 
 
-def _check_versions(plan: Plan) -> None:
+def newest_linker(plan: Plan) -> PlanFile | None:
+    """The binary with the newest MSVC linker among those importing the VC++ runtime: the
+    runtime must be at least that version (major.minor)."""
     users = {e.parent for e in plan.edges if e.child in VC_RUNTIME_DLLS and e.parent}
     linked = [
         item
         for item in plan.files
         if item.key in users and item.key not in VC_RUNTIME_DLLS and item.linker_version
     ]
-    if not linked:
+    return max(linked, key=lambda item: _version(item.linker_version)) if linked else None
+
+
+def required_vc_runtime(plan: Plan) -> str | None:
+    """ "14.40" for ORT 1.19.2: what an installed or shipped VC++ runtime must at least be."""
+    newest = newest_linker(plan)
+    return ".".join(str(part) for part in _version(newest.linker_version)[:2]) if newest else None
+
+
+def _check_versions(plan: Plan) -> None:
+    newest = newest_linker(plan)
+    if newest is None:
         return
-    newest = max(linked, key=lambda item: _version(item.linker_version))
     needed = _version(newest.linker_version)[:2]
     for runtime in plan.with_status(Status.BUNDLED):
         if runtime.key in VC_RUNTIME_DLLS and _version(runtime.file_version)[:2] < needed:

@@ -17,6 +17,7 @@ from bundler.cache import CacheEntry
 from bundler.lock import LOCK_NAME
 from bundler.plan import EDGE_LABELS, Edge, EdgeKind, Plan, PlanFile, Status
 from bundler.profiles import Profile
+from bundler.render_iss import IssResult
 
 TREE_STATUSES = (Status.APP, Status.BUNDLED, Status.DRIVER, Status.MISSING)
 
@@ -222,6 +223,26 @@ def build_report(result: BuildResult) -> str:
     redist = result.plan.with_status(Status.REDIST)
     if redist:
         lines.append(f"  installed by vc_redist.x64.exe: {', '.join(i.name for i in redist)}")
+    if result.iss is not None:
+        lines += ["  " + line for line in iss_report(result.iss).splitlines()]
+    if result.archive is not None:
+        archive = result.archive
+        lines.append(
+            f"  archive: {archive.path} ({archive.members} files, "
+            f"{human_size(archive.archive_size)}, sha256 {archive.sha256})"
+        )
+    return "\n".join(lines)
+
+
+def iss_report(result: IssResult) -> str:
+    spanning = ", split into slices (DiskSpanning)" if result.disk_spanning else ""
+    lines = [f"Inno Setup script: {result.path} ({result.files} files{spanning})"]
+    if result.app_version is None:
+        lines.append(
+            "  note: the app has no version resource and none was given (--app-version or "
+            "[render] app_version in bundle.toml): the setup shows no version"
+        )
+    lines.append(f'  compile it with: iscc "{result.path}"')
     return "\n".join(lines)
 
 
@@ -238,6 +259,8 @@ def build_json(result: BuildResult) -> str:
         "removed_by_clean": list(result.deployment.removals),
         "stale": list(result.deployment.stale),
         "lock": json.loads(result.lock.to_json()),
+        "iss": dataclasses.asdict(result.iss) if result.iss else None,
+        "archive": dataclasses.asdict(result.archive) if result.archive else None,
         "plan": result.plan.to_dict(),
     }
-    return json.dumps(data, indent=2)
+    return json.dumps(data, indent=2, default=str)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.httpserver", "tests.wine"]  # fixtures: `http_server`, `wine`
+pytest_plugins = ["tests.httpserver", "tests.wine", "tests.inno"]  # `http_server`, `wine`, `inno`
 
 REPO = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}

@@ -130,7 +130,7 @@ def test_lock_file_describes_every_file(gpu_bundle: Path) -> None:
     on_disk = {
         p.relative_to(gpu_bundle).as_posix()
         for p in gpu_bundle.rglob("*")
-        if p.is_file() and p.name != "bundle.lock.json"
+        if p.is_file() and p.name not in ("bundle.lock.json", "setup.iss")
     }
     assert set(files) == on_disk
     for name, item in files.items():

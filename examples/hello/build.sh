@@ -35,11 +35,14 @@ trap cleanup EXIT
 "${cross}dlltool" --deterministic-libraries --input-def "$here/onnxruntime.def" \
     --dllname onnxruntime.dll --output-lib "$work/libonnxruntime.a"
 
+# The version resource (hello.rc): FileVersion 1.0.0.0, read by bundle as the app's version.
+"${cross}windres" -O coff -i "$here/hello.rc" -o "$work/hello.res.o"
+
 staged="$(mktemp "$out/.hello.exe.XXXXXX")"
 # -municode: hello.c's entry point is wmain (wide argv).
 "${cross}gcc" -O2 -s -static -municode -Wall -Wextra \
     -Wl,--no-insert-timestamp -Wl,--disable-auto-image-base \
-    -o "$staged" "$here/hello.c" "$work/libonnxruntime.a"
+    -o "$staged" "$here/hello.c" "$work/hello.res.o" "$work/libonnxruntime.a"
 chmod 0644 "$staged"
 mv -f "$staged" "$out/hello.exe"
 staged=""

@@ -1,0 +1,406 @@
+"""Act layer: pack a built bundle's payload into a portable, reproducible .zip or .7z.
+
+The payload is what the lock file says ships (`Lock.payload()`): nothing else lying in the
+bundle folder (an installer script, an earlier archive, the archive being written) gets in.
+Members sit under one top folder named after the archive (`hello-1.2.0.zip` holds
+`hello-1.2.0/hello.exe`, ...), in sorted order.
+
+Reproducible: the same payload gives the same bytes on every run, whatever the files' times,
+owners and modes on disk. Every member gets a fixed time (1980-01-01 00:00:00, the earliest a zip
+can hold; the same instant in UTC for 7z), mode 0o644 and no metadata beyond name, size and
+CRC; the compression settings are fixed. The bytes are the same wherever the same deflate
+(zlib) / LZMA (liblzma, py7zr) implementation runs; another implementation of the same format
+(zlib-ng) may encode the same input differently.
+
+Safe to interrupt: the archive is written under a temporary name beside the target, read back
+and checked member by member against the lock's SHA-256 (or the hash taken while packing, for
+files the lock holds no hash for), and only then renamed into place. Files are streamed in
+CHUNK-sized pieces, so memory does not grow with the size of a DLL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import lzma
+import os
+import stat
+import zipfile
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import IO, BinaryIO, cast
+
+import py7zr
+import py7zr.exceptions
+from py7zr.helpers import ArchiveTimestamp
+from py7zr.io import Py7zIO, WriterFactory
+
+from bundler.deploy import TEMP_SUFFIX
+from bundler.download import ProgressCallback
+from bundler.errors import ArchiveError, ConfigError, InputFileError, PlanFormatError
+from bundler.lock import LOCK_NAME, Lock
+
+FORMATS = (".zip", ".7z")
+CHUNK = 1 << 20  # bytes per read: bounds memory whatever the file size
+FILE_MODE = 0o644
+ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # the DOS epoch: the earliest time a zip entry can carry
+# The same instant for 7z, as a FILETIME: 100 ns ticks since 1601-01-01 UTC.
+SEVENZIP_TIME = (315_532_800 + 11_644_473_600) * 10_000_000
+_UNIX_FILE = stat.S_IFREG | FILE_MODE
+# 7z attributes as 7-Zip itself writes them for a regular file: FILE_ATTRIBUTE_ARCHIVE, plus
+# the "unix extension" flag (0x8000) with the st_mode in the high 16 bits.
+_SEVENZIP_ATTRIBUTES = 0x20 | 0x8000 | (_UNIX_FILE << 16)
+# BCJ (x86 branch conversion, which also suits x64 code) then LZMA2 at preset 6, xz's default:
+# an 8 MiB dictionary, about 94 MiB for the encoder. py7zr's own default (preset 7) doubles the
+# dictionary and needs about 186 MiB, past the memory budget of a build agent's step.
+_SEVENZIP_FILTERS = [{"id": lzma.FILTER_X86}, {"id": lzma.FILTER_LZMA2, "preset": 6}]
+_UNREADABLE: tuple[type[Exception], ...] = (
+    zipfile.BadZipFile,
+    zlib.error,
+    lzma.LZMAError,
+    EOFError,
+    UnicodeDecodeError,
+    py7zr.exceptions.ArchiveError,
+)
+
+
+@dataclass(frozen=True)
+class ArchiveResult:
+    """The archive written: what the CLI reports and a release pipeline publishes."""
+
+    path: Path
+    members: int
+    total_bytes: int  # uncompressed: the sum of the payload files' sizes
+    archive_size: int  # bytes of the archive file
+    sha256: str  # of the archive file
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One payload file and its name in the archive."""
+
+    member: str  # <archive stem>/<payload name>, posix
+    source: Path
+    size: int
+    sha256: str | None  # the lock's hash; None where the lock holds none
+
+
+# Writes the entries into the open temp file; returns (member, SHA-256) in archive order.
+Packer = Callable[[IO[bytes], Sequence[_Entry], Callable[[_Entry], None]], list[tuple[str, str]]]
+
+
+def write_archive(
+    folder: Path, lock: Lock, target: Path, progress: ProgressCallback | None = None
+) -> ArchiveResult:
+    """Pack the payload of the bundle in `folder`, as `lock` describes it, into `target`.
+
+    `target` ends in .zip or .7z (ConfigError otherwise, before any work). Every payload file
+    must exist (InputFileError). A file whose bytes differ from the lock's SHA-256, or a member
+    that does not read back as packed, raises ArchiveError. Whatever fails (Ctrl-C included),
+    no temporary file is left and the target is untouched; an existing target is replaced
+    only by a verified archive. `progress` hears (bytes packed, bytes to pack) after each file.
+    """
+    kind = archive_format(target)
+    entries = _entries(folder, lock, target)
+    total = sum(entry.size for entry in entries)
+    done = 0
+
+    def packed(entry: _Entry) -> None:
+        nonlocal done
+        done += entry.size
+        if progress is not None:
+            progress(done, total)
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temp = target.with_name(f".{target.name}{TEMP_SUFFIX}")
+    try:
+        with temp.open("w+b") as raw:
+            hashes = _PACKERS[kind](raw, entries, packed)
+            raw.flush()
+            os.fsync(raw.fileno())  # on disk before the rename makes it the archive
+        verify_archive(temp, hashes, kind)
+        size, digest = temp.stat().st_size, _file_sha256(temp)
+        os.replace(temp, target)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    return ArchiveResult(target, len(entries), total, size, digest)
+
+
+def archive_format(target: Path) -> str:
+    """ ".zip" or ".7z", from the suffix (any case: the name is for Windows users)."""
+    kind = target.suffix.lower()
+    if kind not in FORMATS:
+        raise ConfigError(
+            f"{target}: unsupported archive type {target.suffix or '(no suffix)'!r}; "
+            f"name the archive PATH.zip or PATH.7z."
+        )
+    return kind
+
+
+def verify_archive(archive: Path, expected: Sequence[tuple[str, str]], kind: str) -> None:
+    """Read `archive` back: its members must be exactly `expected` (name, SHA-256), in order.
+
+    Each member is hashed as it is decompressed, never held whole in memory. Raises
+    ArchiveError naming the first member that is missing, extra, or has other bytes.
+    """
+    reader = _zip_member_hashes if kind == ".zip" else _sevenzip_member_hashes
+    with _unreadable_is_archive_error(archive):
+        found = reader(archive)
+    _compare_names(archive, [name for name, _ in expected], [name for name, _ in found])
+    for (name, want), (_, got) in zip(expected, found, strict=True):
+        if got != want:
+            raise ArchiveError(
+                f"{archive}: member {name!r} reads back with SHA-256 {got}, not {want}; "
+                "the archive was not kept. Check the disk and the bundle folder, then retry."
+            )
+
+
+# --- what to pack: the lock's payload, checked before any work ---------------------------------
+
+
+def _entries(folder: Path, lock: Lock, target: Path) -> list[_Entry]:
+    """The payload as archive entries, sorted by name. Every file must be there now: a
+    missing one is found before minutes of compression, not after."""
+    stem = target.name[: -len(target.suffix)]
+    entries = []
+    for item in lock.payload():
+        _check_name(folder, item.name)
+        source = folder / item.name
+        if not source.is_file():
+            raise InputFileError(
+                f"{source}: listed in {LOCK_NAME} but missing from the bundle folder; "
+                "rebuild the bundle (bundle build) before packing it."
+            )
+        if source.resolve() == target.resolve():
+            raise ConfigError(
+                f"{target}: is a file of the bundle itself; put the archive elsewhere."
+            )
+        entries.append(_Entry(f"{stem}/{item.name}", source, source.stat().st_size, item.sha256))
+    return entries
+
+
+def _check_name(folder: Path, name: str) -> None:
+    """A payload name must stay inside the bundle folder: a hand-edited lock must not smuggle
+    a file from elsewhere into the archive, nor a '..' member that escapes on extraction."""
+    path = PurePosixPath(name)
+    if not name or "\\" in name or path.is_absolute() or ".." in path.parts or ":" in name:
+        raise PlanFormatError(
+            f"{folder / LOCK_NAME}: file name {name!r} is not a path inside the bundle folder; "
+            "rebuild the bundle to regenerate the lock file."
+        )
+
+
+# --- packing: one pass over each file, hashing what is packed ----------------------------------
+
+
+class _HashingReader(io.BufferedIOBase):
+    """A source file that hashes the bytes it hands out, so each file is read once for both
+    packing and hashing. A BufferedIOBase because py7zr's writef accepts only io classes;
+    seeking is passed through, as py7zr measures the file by seeking to its end and back."""
+
+    def __init__(self, handle: BinaryIO) -> None:
+        super().__init__()
+        self._handle = handle
+        self._digest = hashlib.sha256()
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        chunk = self._handle.read(-1 if size is None else size)
+        self._digest.update(chunk)
+        return chunk
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET, /) -> int:
+        return self._handle.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._handle.tell()
+
+    def hexdigest(self) -> str:
+        return self._digest.hexdigest()
+
+
+def _packed_hash(entry: _Entry, reader: _HashingReader) -> tuple[str, str]:
+    """The hash of what was packed, which must be the lock's: a file changed since the build
+    (or a lock edited by hand) must not ship under the lock's name."""
+    digest = reader.hexdigest()
+    if entry.sha256 is not None and digest != entry.sha256.lower():
+        raise ArchiveError(
+            f"{entry.source}: SHA-256 {digest} differs from {entry.sha256} in {LOCK_NAME} "
+            f"(member {entry.member!r}); nothing was archived. Rebuild the bundle."
+        )
+    return entry.member, digest
+
+
+def _pack_zip(
+    raw: IO[bytes], entries: Sequence[_Entry], packed: Callable[[_Entry], None]
+) -> list[tuple[str, str]]:
+    """Deflate every entry. Zip64 records appear only where sizes need them, decided from
+    the sizes alone, so they are as reproducible as the rest."""
+    hashes = []
+    with zipfile.ZipFile(raw, "w", allowZip64=True) as archive:
+        for entry in entries:
+            with entry.source.open("rb") as handle, archive.open(_zip_info(entry), "w") as sink:
+                reader = _HashingReader(handle)
+                _copy(reader, sink)
+            hashes.append(_packed_hash(entry, reader))
+            packed(entry)
+    return hashes
+
+
+def _zip_info(entry: _Entry) -> zipfile.ZipInfo:
+    """Everything fixed but name and size: time, Unix as the creating system (the default
+    depends on the packing OS), mode 0o644, no extra fields. zlib's default level (6) applies,
+    as ZipFile.open offers no public level setting before Python 3.13."""
+    info = zipfile.ZipInfo(entry.member, date_time=ZIP_TIME)
+    info.create_system = 3
+    info.external_attr = _UNIX_FILE << 16
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.file_size = entry.size  # lets zipfile decide up front whether zip64 is needed
+    return info
+
+
+def _copy(reader: _HashingReader, sink: IO[bytes]) -> None:
+    while chunk := reader.read(CHUNK):
+        sink.write(chunk)
+
+
+def _pack_sevenzip(
+    raw: IO[bytes], entries: Sequence[_Entry], packed: Callable[[_Entry], None]
+) -> list[tuple[str, str]]:
+    """One solid LZMA2 stream. py7zr stamps every entry with the current time, so the header
+    record of each entry is overwritten with the fixed time and attributes before py7zr writes
+    the header (in close()). On failure close() is never called: the partial file is only
+    closed and removed, with no header work during a Ctrl-C."""
+    hashes = []
+    archive = py7zr.SevenZipFile(raw, "w", filters=_SEVENZIP_FILTERS)
+    for entry in entries:
+        with entry.source.open("rb") as handle:
+            reader = _HashingReader(handle)
+            archive.writef(cast(IO[bytes], reader), entry.member)  # py7zr annotates IO[Any]
+        _fix_sevenzip_record(archive, entry.member)
+        hashes.append(_packed_hash(entry, reader))
+        packed(entry)
+    archive.close()  # writes the header; py7zr leaves the passed-in file open
+    return hashes
+
+
+def _fix_sevenzip_record(archive: py7zr.SevenZipFile, member: str) -> None:
+    """py7zr 1.x writes a file's name, last-write time and attributes (not creation or access
+    times); its writef has no parameter for them, so they are set on its header record."""
+    record = archive.header.files_info.files[-1]
+    if record.get("filename") != member:
+        raise RuntimeError(f"py7zr's header record is not {member!r}: its layout changed")
+    record["lastwritetime"] = ArchiveTimestamp(SEVENZIP_TIME)
+    record["attributes"] = _SEVENZIP_ATTRIBUTES
+
+
+_PACKERS: dict[str, Packer] = {".zip": _pack_zip, ".7z": _pack_sevenzip}
+
+
+# --- reading back -------------------------------------------------------------------------------
+
+
+@contextmanager
+def _unreadable_is_archive_error(archive: Path) -> Iterator[None]:
+    try:
+        yield
+    except _UNREADABLE as exc:
+        detail = " ".join(str(exc).split()) or type(exc).__name__
+        raise ArchiveError(
+            f"{archive}: the archive just written cannot be read back ({detail}); "
+            "it was not kept. Check the disk, then retry."
+        ) from exc
+
+
+def _compare_names(archive: Path, expected: list[str], found: list[str]) -> None:
+    if found == expected:
+        return
+    missing = [name for name in expected if name not in found]
+    extra = [name for name in found if name not in expected]
+    what = (
+        f"member {missing[0]!r} is missing"
+        if missing
+        else f"member {extra[0]!r} is not in the payload"
+        if extra
+        else "members are out of order"
+    )
+    raise ArchiveError(f"{archive}: {what}; the archive was not kept. Retry the build.")
+
+
+def _zip_member_hashes(archive: Path) -> list[tuple[str, str]]:
+    """zipfile checks each member's CRC-32 when it reaches its end."""
+    hashes = []
+    with zipfile.ZipFile(archive) as handle:
+        for info in handle.infolist():
+            with handle.open(info) as member:
+                digest = hashlib.sha256()
+                while chunk := member.read(CHUNK):
+                    digest.update(chunk)
+            hashes.append((info.filename, digest.hexdigest()))
+    return hashes
+
+
+class _HashSink(Py7zIO):
+    """Where py7zr decompresses one member to: only its SHA-256 is kept."""
+
+    def __init__(self) -> None:
+        self.digest = hashlib.sha256()
+        self.length = 0
+
+    def write(self, s: bytes | bytearray) -> int:
+        self.digest.update(s)
+        self.length += len(s)
+        return len(s)
+
+    def read(self, size: int | None = None) -> bytes:
+        return b""
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return 0
+
+    def flush(self) -> None:
+        return None
+
+    def size(self) -> int:
+        return self.length
+
+
+class _HashSinks(WriterFactory):
+    def __init__(self) -> None:
+        self.sinks: dict[str, _HashSink] = {}
+
+    def create(self, filename: str) -> Py7zIO:
+        sink = self.sinks[filename] = _HashSink()
+        return sink
+
+
+def _sevenzip_member_hashes(archive: Path) -> list[tuple[str, str]]:
+    """Names in archive order from the header, hashes from one decompression pass (py7zr
+    checks each member's CRC-32 on the way). A member py7zr produced no bytes for hashes as
+    empty, which then differs from a non-empty file's hash."""
+    with py7zr.SevenZipFile(archive, mode="r") as handle:
+        names = [info.filename for info in handle.list()]
+        sinks = _HashSinks()
+        handle.extractall(factory=sinks)
+    empty = hashlib.sha256().hexdigest()
+    return [
+        (name, sinks.sinks[name].digest.hexdigest() if name in sinks.sinks else empty)
+        for name in names
+    ]
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()

@@ -1,0 +1,140 @@
+"""Act layer, shared by every renderer: the Jinja environment and the escaping filters.
+
+Templates (`templates/*.j2`) never see a raw value: each value passes through a filter named
+after the language and the place it lands in, so escaping is decided here, once, and tested
+here. The environment is StrictUndefined (a missing value fails loudly) and does not
+autoescape (there is no HTML here); output is written atomically, byte-identical for the same
+input (no time stamps, no machine paths).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from bundler import resources
+from bundler.errors import ConfigError, OutputError
+
+UTF8_BOM = "\ufeff"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# The inline-directive start of Inno Setup's preprocessor (ISPP) as our scripts set it with
+# `#pragma inlinestart`: "<" cannot occur in a Windows file name, so only free text (app name,
+# publisher, version) could contain it, and the filters refuse that instead of guessing.
+ISPP_INLINE_START = "<#"
+ISPP_INLINE_END = "#>"
+
+
+def _plain(value: object, what: str) -> str:
+    """One line of text; control characters (a newline would end an Inno entry) refused."""
+    text = str(value)
+    if _CONTROL.search(text):
+        raise ConfigError(f"{what} {text!r} contains a control character (newline, tab, ...).")
+    if ISPP_INLINE_START in text:
+        raise ConfigError(
+            f"{what} {text!r} contains '{ISPP_INLINE_START}', which Inno Setup's "
+            "preprocessor would read as a directive; choose another text."
+        )
+    return text
+
+
+def inno_literal(value: object) -> str:
+    """Text inside a double-quoted Inno parameter value where constants are not expanded
+    ([Files] Source): only the double quote is special, and it is doubled."""
+    return _plain(value, "Inno Setup value").replace('"', '""')
+
+
+def inno_source(value: object) -> str:
+    """A [Files] Source path: a Windows file name cannot hold `"<>|?*:` (ISCC refuses a quote,
+    and `*?` would be wildcards), so such a name is refused rather than escaped."""
+    text = _plain(value, "file name")
+    bad = sorted(set(text) & set('"<>|?*:'))
+    if bad:
+        raise ConfigError(
+            f"{text!r} is not a valid Windows file name (it contains {' '.join(bad)}); "
+            "rename the file."
+        )
+    return text
+
+
+def inno_const(value: object) -> str:
+    """Text inside a double-quoted Inno parameter value where `{constants}` are expanded
+    (DestDir, Name, Filename): a literal `{` is written `{{` (a `}` needs nothing)."""
+    return inno_literal(value).replace("{", "{{")
+
+
+def comment(value: object) -> str:
+    """Text for a one-line comment (`;` in Inno, `//` in Pascal Script)."""
+    return _plain(value, "comment text")
+
+
+def inno_directive(value: object) -> str:
+    """A [Setup] directive value (AppName=...): unquoted to the end of the line, constants
+    expanded, so `{` is doubled; leading and trailing blanks would be lost, so are refused."""
+    text = _plain(value, "Inno Setup [Setup] value")
+    if text != text.strip():
+        raise ConfigError(f"Inno Setup [Setup] value {text!r} starts or ends with a blank.")
+    return text.replace("{", "{{")
+
+
+def pascal_string(value: object) -> str:
+    """A Pascal Script string literal for [Code]: single quotes, an embedded one doubled."""
+    return "'" + _plain(value, "Inno Setup [Code] string").replace("'", "''") + "'"
+
+
+def windows_path(value: object) -> str:
+    """A bundle-relative posix path as Windows writes it."""
+    return str(value).replace("/", "\\")
+
+
+FILTERS: dict[str, Callable[[Any], str]] = {
+    "inno_literal": inno_literal,
+    "inno_source": inno_source,
+    "inno_const": inno_const,
+    "inno_directive": inno_directive,
+    "pascal_string": pascal_string,
+    "comment": comment,
+    "windows_path": windows_path,
+}
+
+
+@cache
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(resources.templates_dir())),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(FILTERS)
+    return env
+
+
+def render(template: str, **values: Any) -> str:
+    try:
+        return environment().get_template(template).render(**values)
+    except jinja2.UndefinedError as exc:  # a bug in bundle, not in the user's input
+        raise RuntimeError(f"template {template}: {exc.message}") from exc
+
+
+def write_text(path: Path, text: str, *, bom: bool = False, newline: str = "\n") -> None:
+    """Write `text` atomically (temporary name in the same folder, then rename), with the
+    given line ending and an optional UTF-8 byte-order mark."""
+    data = ((UTF8_BOM if bom else "") + text.replace("\n", newline)).encode("utf-8")
+    temp = path.with_name(f".{path.name}.bundle-tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temp.write_bytes(data)
+        os.replace(temp, path)
+    except OSError as exc:
+        temp.unlink(missing_ok=True)
+        raise OutputError(
+            f"{path}: cannot write: {exc.strerror}; choose a writable place for it."
+        ) from None
