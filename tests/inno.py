@@ -7,9 +7,11 @@ run the installed program. The ground truth for "does the generated installer wo
   with `ArchitecturesInstallIn64BitMode=x64compatible` refuses to run unless Windows is 64-bit;
   in 64-bit mode, {sys} is the prefix's 64-bit drive_c/windows/system32 (`system32`).
 - Windows 10 (`winecfg /v win10`): a fresh Wine 8 prefix reports Windows 7.
-- One Xvfb display for every Wine call of the prefix, from `wineboot` on: setup needs a screen
+- One Xvfb display for every Wine call of the prefix, from its boot on: setup needs a screen
   even with /VERYSILENT, and a wineserver started without one breaks it later ("Error reading
   FPreparingMemo.Lines.Strings: A call to an OS function failed", FIELD_NOTES §5).
+- One service manager, RpcSs running before the first test (`InnoSetup.start`): otherwise
+  each setup run stalls ~14 s in COM.
 
 ISCC comes from the npm package innosetup@6.4.1, installed by .ci/run into the test cache
 (`iscc_path()`). Without wine32, Xvfb or ISCC.exe the fixture skips locally with the reason
@@ -211,13 +213,48 @@ class InnoSetup(Wine):
         return {**super().env(**extra), "DISPLAY": self.display}
 
     def start(self) -> None:
-        """Create or restart the prefix (wineboot), then make it report Windows 10."""
+        """Start the server, create or boot the prefix, make it report Windows 10.
+
+        Unlike `Wine.start`, no explicit `wineboot -i`: the first program of a server session
+        runs wineboot by itself (creating the prefix if needed), and an explicit one as that
+        first program runs in parallel with it. That leaves two services.exe; RpcSs then never
+        starts, and each program using COM (setup does) stalls for ~14 s in Wine's start_rpcss.
+        So the first program is winecfg, with mscoree/mshtml disabled for the boot (no Wine
+        Mono / Gecko install)."""
         if self._up:
             return
-        super().start()
-        done = self._quietly("wine", "winecfg", "/v", WINDOWS_VERSION)
+        self._quietly("wineserver", "-p")  # -p: persist until killed
+        done = self._quietly(
+            "wine", "winecfg", "/v", WINDOWS_VERSION, WINEDLLOVERRIDES="mscoree,mshtml="
+        )
         if done.returncode != 0:
+            self.stop()
             raise RuntimeError(f"winecfg /v {WINDOWS_VERSION} failed, see {self.log}")
+        self._up = True
+        self._wait_for_rpcss()
+
+    def _wait_for_rpcss(self) -> None:
+        """Return once RpcSs runs: until the service manager has started the prefix's services
+        its database is locked, and a program using COM stalls in start_rpcss (see `start`).
+        `net start rpcss` answers "Service database locked." or "Service request timeout."
+        until then, "Service already running." after (English: LC_ALL=C)."""
+        deadline = time.monotonic() + SERVER_TIMEOUT
+        answer = ""
+        while time.monotonic() < deadline:
+            done = subprocess.run(
+                ["wine", "net", "start", "rpcss"],
+                env=self.env(LC_ALL="C", WINEDEBUG="-all"),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=SERVER_TIMEOUT,
+            )
+            answer = done.stdout.strip()
+            if done.returncode == 0 or "already running" in answer:
+                return
+            time.sleep(0.5)
+        raise RuntimeError(f"RpcSs does not start in {self.prefix}: {answer}")
 
     @property
     def system32(self) -> Path:
@@ -372,7 +409,7 @@ def _existing_spelling(folder: Path, name: str) -> Path:
 
 @pytest.fixture(scope="session")
 def inno(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InnoSetup]:
-    """One Windows 10 WoW64 prefix with a display for the whole session (boot: ~15 s); at the
+    """One Windows 10 WoW64 prefix with a display for the whole session (boot: ~10 s); at the
     end its processes are killed, the display stopped and the prefix (~700 MB) removed."""
     require_inno()
     prefix = tmp_path_factory.mktemp("innoprefix")
