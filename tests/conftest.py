@@ -105,6 +105,19 @@ def pip_env(**extra: str) -> dict[str, str]:
     }
 
 
+def bundle_from_cache(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The CLI with pip unable to reach any wheel: artifacts must come from the given cache."""
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "bundler", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "BUNDLE_DEBUG": "", **pip_env(PIP_FIND_LINKS="/nonexistent")},
+    )
+
+
 def fetch(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     import sys
 

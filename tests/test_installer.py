@@ -8,16 +8,14 @@ All tests share one Wine prefix (the `inno` fixture), so each one sets the state
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, pip_env
+from tests.conftest import REPO
+from tests.conftest import bundle_from_cache as bundle
 from tests.inno import VC_REDIST_LOG, InnoSetup
 
 pytestmark = pytest.mark.realdata
@@ -29,16 +27,6 @@ VERSION_LINE = "ORT version: 1.19.2"
 CUDA_PROVIDER = "onnxruntime_providers_cuda.dll"
 VC_KEY = r"HKLM\SOFTWARE\Microsoft\VisualStudio\14.0\VC\Runtimes\x64"
 GOLDEN = REPO / "tests" / "golden"
-
-
-def bundle(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "bundler", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**os.environ, "BUNDLE_DEBUG": "", **pip_env(PIP_FIND_LINKS="/nonexistent")},
-    )
 
 
 def build(exe: Path, out: Path, cache: Path, *args: str) -> Path:

@@ -9,9 +9,7 @@ that expand constants double `{`, Pascal strings double `'`).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -29,7 +27,8 @@ from bundler.render import (
     windows_path,
 )
 from bundler.render_iss import SPAN_ABOVE, IssSettings, app_id_for, iss_values, write_iss
-from tests.conftest import REPO, pip_env
+from tests.conftest import REPO
+from tests.conftest import bundle_from_cache as bundle
 
 HELLO = REPO / "examples" / "hello" / "hello.exe"
 GOLDEN = Path(__file__).parent / "golden"
@@ -242,16 +241,6 @@ def test_a_lock_without_the_app_name_asks_for_a_rebuild(tmp_path: Path) -> None:
 
 
 # --- through the command line, on a real CPU bundle -----------------------------------------------
-
-
-def bundle(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "bundler", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**os.environ, "BUNDLE_DEBUG": "", **pip_env(PIP_FIND_LINKS="/nonexistent")},
-    )
 
 
 def build_cpu(cpu_cache: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
