@@ -6,11 +6,11 @@ Members sit under one top folder named after the archive (`hello-1.2.0.zip` hold
 `hello-1.2.0/hello.exe`, ...), in sorted order.
 
 Reproducible: the same payload gives the same bytes on every run, whatever the files' times,
-owners and modes on disk. Every member gets a fixed time (1980-01-01 00:00:00, the earliest a zip
-can hold; the same instant in UTC for 7z), mode 0o644 and no metadata beyond name, size and
-CRC; the compression settings are fixed. The bytes are the same wherever the same deflate
-(zlib) / LZMA (liblzma, py7zr) implementation runs; another implementation of the same format
-(zlib-ng) may encode the same input differently.
+owners and modes on disk. Every member gets a fixed time (1980-01-01 00:00:00, the earliest a
+zip can hold; the same instant in UTC for 7z) and mode 0o644, and nothing else that varies (no
+owner, no extended times, no extra fields); the compression settings are fixed. The bytes are
+the same wherever the same deflate (zlib) / LZMA (liblzma, py7zr) implementation runs; another
+implementation of the same format (zlib-ng) may encode the same input differently.
 
 Safe to interrupt: the archive is written under a temporary name beside the target, read back
 and checked member by member against the lock's SHA-256 (or the hash taken while packing, for
@@ -28,7 +28,7 @@ import stat
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, BinaryIO, cast
@@ -36,11 +36,17 @@ from typing import IO, BinaryIO, cast
 import py7zr
 import py7zr.exceptions
 from py7zr.helpers import ArchiveTimestamp
-from py7zr.io import Py7zIO, WriterFactory
 
+from bundler.cache import file_sha256
 from bundler.deploy import TEMP_SUFFIX
 from bundler.download import ProgressCallback
-from bundler.errors import ArchiveError, ConfigError, InputFileError, PlanFormatError
+from bundler.errors import (
+    ArchiveError,
+    ConfigError,
+    InputFileError,
+    OutputError,
+    PlanFormatError,
+)
 from bundler.lock import LOCK_NAME, Lock
 
 FORMATS = (".zip", ".7z")
@@ -50,6 +56,7 @@ ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # the DOS epoch: the earliest time a zip entry
 # The same instant for 7z, as a FILETIME: 100 ns ticks since 1601-01-01 UTC.
 SEVENZIP_TIME = (315_532_800 + 11_644_473_600) * 10_000_000
 _UNIX_FILE = stat.S_IFREG | FILE_MODE
+_SIGNATURE_HEADER_SIZE = 32  # a 7z file starts with it; the packed streams follow
 # 7z attributes as 7-Zip itself writes them for a regular file: FILE_ATTRIBUTE_ARCHIVE, plus
 # the "unix extension" flag (0x8000) with the st_mode in the high 16 bits.
 _SEVENZIP_ATTRIBUTES = 0x20 | 0x8000 | (_UNIX_FILE << 16)
@@ -89,7 +96,7 @@ class _Entry:
 
 
 # Writes the entries into the open temp file; returns (member, SHA-256) in archive order.
-Packer = Callable[[IO[bytes], Sequence[_Entry], Callable[[_Entry], None]], list[tuple[str, str]]]
+_Packer = Callable[[IO[bytes], Sequence[_Entry], Callable[[_Entry], None]], list[tuple[str, str]]]
 
 
 def write_archive(
@@ -114,24 +121,39 @@ def write_archive(
         if progress is not None:
             progress(done, total)
 
-    target.parent.mkdir(parents=True, exist_ok=True)
     temp = target.with_name(f".{target.name}{TEMP_SUFFIX}")
     try:
-        with temp.open("w+b") as raw:
-            hashes = _PACKERS[kind](raw, entries, packed)
-            raw.flush()
-            os.fsync(raw.fileno())  # on disk before the rename makes it the archive
-        verify_archive(temp, hashes, kind)
-        size, digest = temp.stat().st_size, _file_sha256(temp)
-        os.replace(temp, target)
-    except BaseException:
-        temp.unlink(missing_ok=True)
+        size, digest = _write_verified(temp, target, kind, entries, packed)
+    except BaseException as exc:
+        with suppress(OSError):  # e.g. the folder is a file: there is no temp file then
+            temp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):  # unreadable sources were InputFileErrors already
+            raise OutputError(
+                f"{target}: cannot write the archive: {exc.strerror or exc}; "
+                "choose a writable place with enough free space for it."
+            ) from exc
         raise
     return ArchiveResult(target, len(entries), total, size, digest)
 
 
+def _write_verified(
+    temp: Path, target: Path, kind: str, entries: Sequence[_Entry], packed: Callable[[_Entry], None]
+) -> tuple[int, str]:
+    """Pack into `temp`, read it back, and only then rename it to `target`: (size, SHA-256)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with temp.open("w+b") as raw:
+        hashes = _PACKERS[kind](raw, entries, packed)
+        raw.flush()
+        os.fsync(raw.fileno())  # on disk before the rename makes it the archive
+    verify_archive(temp, hashes, kind)
+    size, digest = temp.stat().st_size, file_sha256(temp)
+    os.replace(temp, target)
+    return size, digest
+
+
 def archive_format(target: Path) -> str:
-    """ ".zip" or ".7z", from the suffix (any case: the name is for Windows users)."""
+    """The format `target` names by its suffix, .zip or .7z in any case (Windows users type
+    .ZIP); the build calls this first, so a wrong name fails before minutes of work."""
     kind = target.suffix.lower()
     if kind not in FORMATS:
         raise ConfigError(
@@ -155,7 +177,7 @@ def verify_archive(archive: Path, expected: Sequence[tuple[str, str]], kind: str
         if got != want:
             raise ArchiveError(
                 f"{archive}: member {name!r} reads back with SHA-256 {got}, not {want}; "
-                "the archive was not kept. Check the disk and the bundle folder, then retry."
+                "the archive is damaged (a disk or memory fault?): check the disk, pack again."
             )
 
 
@@ -228,16 +250,29 @@ class _HashingReader(io.BufferedIOBase):
         return self._digest.hexdigest()
 
 
+def _open_source(entry: _Entry) -> BinaryIO:
+    try:
+        return entry.source.open("rb")
+    except OSError as exc:
+        raise InputFileError(
+            f"{entry.source}: cannot read it ({exc.strerror}); check its permissions."
+        ) from exc
+
+
 def _packed_hash(entry: _Entry, reader: _HashingReader) -> tuple[str, str]:
-    """The hash of what was packed, which must be the lock's: a file changed since the build
-    (or a lock edited by hand) must not ship under the lock's name."""
+    """What the member must read back as: the lock's hash, or for a file the lock holds no
+    hash for, the hash of what was packed. A file that changed since the build (or a lock
+    edited by hand) is stopped here, before the rest is compressed for nothing; the read-back
+    check would stop it too."""
     digest = reader.hexdigest()
-    if entry.sha256 is not None and digest != entry.sha256.lower():
+    if entry.sha256 is None:
+        return entry.member, digest
+    if digest != entry.sha256.lower():
         raise ArchiveError(
             f"{entry.source}: SHA-256 {digest} differs from {entry.sha256} in {LOCK_NAME} "
             f"(member {entry.member!r}); nothing was archived. Rebuild the bundle."
         )
-    return entry.member, digest
+    return entry.member, entry.sha256.lower()
 
 
 def _pack_zip(
@@ -248,7 +283,7 @@ def _pack_zip(
     hashes = []
     with zipfile.ZipFile(raw, "w", allowZip64=True) as archive:
         for entry in entries:
-            with entry.source.open("rb") as handle, archive.open(_zip_info(entry), "w") as sink:
+            with _open_source(entry) as handle, archive.open(_zip_info(entry), "w") as sink:
                 reader = _HashingReader(handle)
                 _copy(reader, sink)
             hashes.append(_packed_hash(entry, reader))
@@ -282,8 +317,11 @@ def _pack_sevenzip(
     closed and removed, with no header work during a Ctrl-C."""
     hashes = []
     archive = py7zr.SevenZipFile(raw, "w", filters=_SEVENZIP_FILTERS)
+    # A plain header: py7zr would compress it at preset 7 (a 16 MiB dictionary, ~30 MB more
+    # peak memory while the data encoder is still alive) to save a few hundred bytes.
+    archive.set_encoded_header_mode(False)
     for entry in entries:
-        with entry.source.open("rb") as handle:
+        with _open_source(entry) as handle:
             reader = _HashingReader(handle)
             archive.writef(cast(IO[bytes], reader), entry.member)  # py7zr annotates IO[Any]
         _fix_sevenzip_record(archive, entry.member)
@@ -303,7 +341,7 @@ def _fix_sevenzip_record(archive: py7zr.SevenZipFile, member: str) -> None:
     record["attributes"] = _SEVENZIP_ATTRIBUTES
 
 
-_PACKERS: dict[str, Packer] = {".zip": _pack_zip, ".7z": _pack_sevenzip}
+_PACKERS: dict[str, _Packer] = {".zip": _pack_zip, ".7z": _pack_sevenzip}
 
 
 # --- reading back -------------------------------------------------------------------------------
@@ -316,8 +354,8 @@ def _unreadable_is_archive_error(archive: Path) -> Iterator[None]:
     except _UNREADABLE as exc:
         detail = " ".join(str(exc).split()) or type(exc).__name__
         raise ArchiveError(
-            f"{archive}: the archive just written cannot be read back ({detail}); "
-            "it was not kept. Check the disk, then retry."
+            f"{archive}: the archive cannot be read back ({detail}); "
+            "it is damaged (a disk fault?): check the disk, pack again."
         ) from exc
 
 
@@ -333,7 +371,7 @@ def _compare_names(archive: Path, expected: list[str], found: list[str]) -> None
         if extra
         else "members are out of order"
     )
-    raise ArchiveError(f"{archive}: {what}; the archive was not kept. Retry the build.")
+    raise ArchiveError(f"{archive}: {what}; the archive does not match the bundle: pack again.")
 
 
 def _zip_member_hashes(archive: Path) -> list[tuple[str, str]]:
@@ -349,58 +387,70 @@ def _zip_member_hashes(archive: Path) -> list[tuple[str, str]]:
     return hashes
 
 
-class _HashSink(Py7zIO):
-    """Where py7zr decompresses one member to: only its SHA-256 is kept."""
-
-    def __init__(self) -> None:
-        self.digest = hashlib.sha256()
-        self.length = 0
-
-    def write(self, s: bytes | bytearray) -> int:
-        self.digest.update(s)
-        self.length += len(s)
-        return len(s)
-
-    def read(self, size: int | None = None) -> bytes:
-        return b""
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        return 0
-
-    def flush(self) -> None:
-        return None
-
-    def size(self) -> int:
-        return self.length
-
-
-class _HashSinks(WriterFactory):
-    def __init__(self) -> None:
-        self.sinks: dict[str, _HashSink] = {}
-
-    def create(self, filename: str) -> Py7zIO:
-        sink = self.sinks[filename] = _HashSink()
-        return sink
-
-
 def _sevenzip_member_hashes(archive: Path) -> list[tuple[str, str]]:
-    """Names in archive order from the header, hashes from one decompression pass (py7zr
-    checks each member's CRC-32 on the way). A member py7zr produced no bytes for hashes as
-    empty, which then differs from a non-empty file's hash."""
+    """Names, sizes and CRC-32s from the header (py7zr reads it); the bytes from our own
+    bounded decoding of the one packed stream, split at the header's sizes.
+
+    Not py7zr's extraction: it inflates up to 128 MB per call, several hundred MB of peak
+    memory on a well-compressible DLL. The decoding assumes the layout _pack_sevenzip writes
+    (one solid BCJ + LZMA2 block right after the signature header); if that ever differs, the
+    decoded bytes cannot match the header's CRC-32s, so a wrong assumption fails loudly and
+    never passes a damaged archive.
+    """
     with py7zr.SevenZipFile(archive, mode="r") as handle:
-        names = [info.filename for info in handle.list()]
-        sinks = _HashSinks()
-        handle.extractall(factory=sinks)
-    empty = hashlib.sha256().hexdigest()
-    return [
-        (name, sinks.sinks[name].digest.hexdigest() if name in sinks.sinks else empty)
-        for name in names
-    ]
+        layout = handle.archiveinfo()
+        members = [(info.filename, info.uncompressed, info.crc32) for info in handle.list()]
+    if layout.blocks != 1 or sorted(layout.method_names) != ["BCJ", "LZMA2"]:
+        raise py7zr.exceptions.Bad7zFile(
+            f"{layout.blocks} block(s) of {'+'.join(layout.method_names)}, "
+            "not the one BCJ + LZMA2 block bundle writes"
+        )
+    with archive.open("rb") as raw:
+        raw.seek(_SIGNATURE_HEADER_SIZE)
+        stream = _MemberStream(_decoded(raw))
+        hashes = [(name, stream.take(name, size, crc)) for name, size, crc in members]
+        stream.finish()
+    return hashes
 
 
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+def _decoded(raw: BinaryIO) -> Iterator[bytes]:
+    """The packed stream decoded, at most CHUNK bytes at a time, up to its end marker."""
+    decoder = lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=_SEVENZIP_FILTERS)
+    while not decoder.eof:
+        block = raw.read(CHUNK) if decoder.needs_input else b""
+        if decoder.needs_input and not block:
+            raise EOFError("the archive ends inside its packed stream")
+        out = decoder.decompress(block, CHUNK)
+        if out:
+            yield out
+
+
+class _MemberStream:
+    """Cuts the decoded stream into members by their sizes, hashing each piece."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._pending = memoryview(b"")
+
+    def take(self, name: str, size: int, crc: int | None) -> str:
+        digest, crc_found, left = hashlib.sha256(), 0, size
+        while left:
+            if not self._pending:
+                chunk = next(self._chunks, b"")
+                if not chunk:
+                    raise EOFError(f"the packed stream ends inside {name!r}")
+                self._pending = memoryview(chunk)
+            piece, self._pending = self._pending[:left], self._pending[left:]
+            digest.update(piece)
+            crc_found = zlib.crc32(piece, crc_found)
+            left -= len(piece)
+        if crc is not None and crc_found != crc:
+            raise py7zr.exceptions.Bad7zFile(
+                f"member {name!r} has CRC-32 {crc_found:08x}, its header entry {crc:08x}"
+            )
+        return digest.hexdigest()
+
+    def finish(self) -> None:
+        rest = next(self._chunks, b"")
+        if self._pending or rest:
+            raise py7zr.exceptions.Bad7zFile("the packed stream holds more than its members")
