@@ -367,13 +367,17 @@ def test_an_unwritable_target_is_an_output_error(bundle: tuple[Path, Lock], tmp_
 # --- memory ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("suffix", FORMATS)
-def test_a_large_file_is_streamed(tmp_path: Path, suffix: str) -> None:
-    """A 300 MB DLL (sparse zeros: fast to write, to read and to compress, yet it sweeps the
-    whole LZMA dictionary) is packed in a process whose peak memory stays under 150 MB."""
-    folder = tmp_path / "dist"
+PEAK_RSS_SCRIPT = (
+    "import resource, sys; from pathlib import Path; from bundler.archive import "
+    "write_archive; from bundler.lock import read_lock; folder = Path(sys.argv[1]); "
+    "write_archive(folder, read_lock(folder / 'bundle.lock.json'), Path(sys.argv[2])); "
+    "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+)
+
+
+def peak_rss_of_packing(folder: Path, size: int, target: Path) -> float:
+    """Peak RSS in MB of a process that packs one sparse file of `size` zero bytes."""
     folder.mkdir()
-    size = 300_000_000
     with (folder / "big.dll").open("wb") as handle:
         handle.truncate(size)
     digest = hashlib.sha256()
@@ -385,24 +389,27 @@ def test_a_large_file_is_streamed(tmp_path: Path, suffix: str) -> None:
         "p", "x64", "app-local", (LockedFile("big.dll", "bundled", digest.hexdigest(), size),)
     )
     write_lock(folder / LOCK_NAME, lock)
-    script = (
-        "import resource, sys; from pathlib import Path; from bundler.archive import "
-        "write_archive; from bundler.lock import read_lock; folder = Path(sys.argv[1]); "
-        "write_archive(folder, read_lock(folder / 'bundle.lock.json'), Path(sys.argv[2])); "
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
-    )
-    target = tmp_path / f"big{suffix}"
     run = subprocess.run(
-        [sys.executable, "-c", script, str(folder), str(target)],
+        [sys.executable, "-c", PEAK_RSS_SCRIPT, str(folder), str(target)],
         capture_output=True,
         text=True,
         cwd=REPO,
     )
     assert run.returncode == 0, run.stderr
-    peak_mb = int(run.stdout) / 1024  # ru_maxrss is in KiB on Linux
-    assert peak_mb < 150, f"peak RSS {peak_mb:.0f} MB"
-    assert read_lock(folder / LOCK_NAME) == lock
     assert target.is_file()
+    return int(run.stdout) / 1024  # ru_maxrss is in KiB on Linux
+
+
+@pytest.mark.parametrize("suffix", FORMATS)
+def test_a_large_file_is_streamed(tmp_path: Path, suffix: str) -> None:
+    """Packing a 300 MB DLL (sparse zeros: fast to write, read and compress, yet it sweeps the
+    whole LZMA dictionary) costs at most 64 MB more peak memory than packing a 64 MB one (which
+    already fills the codec's fixed-size buffers): the file is streamed, not read whole. The
+    absolute peak depends on what the installed libraries load at import, so it is not pinned
+    here."""
+    small = peak_rss_of_packing(tmp_path / "small", 64 << 20, tmp_path / f"small{suffix}")
+    large = peak_rss_of_packing(tmp_path / "large", 300_000_000, tmp_path / f"large{suffix}")
+    assert large - small < 64, f"peak RSS {small:.0f} MB for 1 MB, {large:.0f} MB for 300 MB"
 
 
 # --- through `bundle build --archive`, on the real CPU bundle ----------------------------------
