@@ -256,6 +256,7 @@ def _lock(
         drivers,
         app=app.name,
         app_file_version=app.file_version,
+        app_product_name=app.product_name,
         min_windows=plan.min_windows,
         vc_runtime_min=required_vc_runtime(plan),
         gpu_driver=profile.gpu_driver,

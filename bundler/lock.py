@@ -26,7 +26,7 @@ _COMPARED = ("kind", "sha256", "size", "artifact", "archive_sha256", "member")
 @dataclass(frozen=True)
 class LockedFile:
     name: str  # relative to the output folder, posix
-    kind: str  # "app" | "bundled" | "license" | "installer"
+    kind: str  # "app" | "bundled" | "license" | "installer" | "sdk" (a header, an import library)
     sha256: str
     size: int
     file_version: str | None = None
@@ -55,6 +55,7 @@ class Lock:
     driver_requirements: tuple[str, ...] = ()
     app: str | None = None  # the exe's name in the output folder (listed in files only with --out)
     app_file_version: str | None = None  # the exe's VS_VERSIONINFO FileVersion, if it has one
+    app_product_name: str | None = None  # and its ProductName
     min_windows: str | None = None
     vc_runtime_min: str | None = None  # newest MSVC linker among the runtime's users, "14.40"
     gpu_driver: GpuDriver | None = None
@@ -96,6 +97,7 @@ def read_lock(path: Path) -> Lock | None:
             driver_requirements=tuple(data.get("driver_requirements", ())),
             app=data.get("app"),
             app_file_version=data.get("app_file_version"),
+            app_product_name=data.get("app_product_name"),
             min_windows=data.get("min_windows"),
             vc_runtime_min=data.get("vc_runtime_min"),
             gpu_driver=GpuDriver(**data["gpu_driver"]) if data.get("gpu_driver") else None,

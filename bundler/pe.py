@@ -40,6 +40,7 @@ class PEInfo:
     file_version: tuple[int, int, int, int] | None
     managed: bool
     signed: bool
+    product_name: str | None = None  # VS_VERSIONINFO's ProductName string, if any
 
     @property
     def name(self) -> str:
@@ -107,6 +108,7 @@ def _info(path: Path, size: int, image: pefile.PE) -> PEInfo:
         file_version=_file_version(image),
         managed=_has_directory(image, "IMAGE_DIRECTORY_ENTRY_COM_DESCRIPTOR"),
         signed=_has_directory(image, "IMAGE_DIRECTORY_ENTRY_SECURITY"),
+        product_name=_version_string(image, b"ProductName"),
     )
 
 
@@ -125,6 +127,18 @@ def _file_version(image: pefile.PE) -> tuple[int, int, int, int] | None:
         return None
     ms, ls = fixed[0].FileVersionMS, fixed[0].FileVersionLS
     return (ms >> 16, ms & 0xFFFF, ls >> 16, ls & 0xFFFF)
+
+
+def _version_string(image: pefile.PE, key: bytes) -> str | None:
+    """A value of the version resource's StringFileInfo (the first table that has it)."""
+    for info in getattr(image, "FileInfo", None) or []:
+        for entry in info:
+            for table in getattr(entry, "StringTable", []):
+                value = table.entries.get(key)
+                if value:
+                    text: str = value.decode("utf-8", "replace").strip()
+                    return text or None
+    return None
 
 
 def _has_directory(image: pefile.PE, name: str) -> bool:

@@ -53,6 +53,7 @@ class PlanFile:
     size: int | None = None
     machine: str | None = None
     file_version: str | None = None
+    product_name: str | None = None  # the version resource's ProductName (the app's, for setup)
     linker_version: str | None = None
     signed: bool | None = None
     sha256: str | None = None  # filled when a stage hashes the file (build), not by deps

@@ -45,7 +45,7 @@ _APP_ID_NAMESPACE = uuid.UUID("9f0b7a52-3c1e-5d4a-8b6e-2f1d0c9a7e31")  # bundle'
 class IssSettings:
     """What the user decides about the installer (flags, else bundle.toml [render])."""
 
-    app_name: str | None = None  # default: the exe's name without .exe
+    app_name: str | None = None  # default: the exe's ProductName, else its name without .exe
     app_version: str | None = None  # default: the exe's FileVersion (VS_VERSIONINFO)
     publisher: str | None = None
     app_id: str | None = None  # default: derived from the app name, stable across runs
@@ -104,7 +104,7 @@ def iss_values(
     """Everything the template needs, computed here (pure), escaped by the template's filters."""
     assert lock.app is not None
     exe = PurePosixPath(lock.app)
-    name = settings.app_name or exe.stem
+    name = settings.app_name or lock.app_product_name or exe.stem
     version = settings.app_version or lock.app_file_version
     spanning = payload_bytes > SPAN_ABOVE
     redist = next((item.name for item in lock.files if item.kind == "installer"), None)

@@ -230,6 +230,7 @@ def _plan_file(info: PEInfo, status: Status) -> PlanFile:
         file_version=format_version(info.file_version) if info.file_version else None,
         linker_version=format_version(info.linker_version),
         signed=info.signed,
+        product_name=info.product_name,
     )
 
 

@@ -98,6 +98,7 @@ class PESpec:
     delay_imports: tuple[str, ...] = ()
     linker_version: tuple[int, int] = (14, 40)
     file_version: tuple[int, int, int, int] | None = None
+    product_name: str | None = None  # a ProductName string in the version resource
     managed: bool = False
     signed: bool = False
     padding: int = 0
@@ -234,7 +235,10 @@ class _ImageBuilder:
 
         if self.spec.file_version is not None:
             rsrc = self._open(b".rsrc", _SCN_RDATA)
-            blob = _resource_tree(rsrc.rva, _version_info(self.spec.file_version, self.spec.dll))
+            blob = _resource_tree(
+                rsrc.rva,
+                _version_info(self.spec.file_version, self.spec.dll, self.spec.product_name),
+            )
             self.directories[DIR_RESOURCE] = (rsrc.add(blob), len(blob))
             self._keep(rsrc)
 
@@ -570,7 +574,9 @@ def _version_string(key: str, value: str) -> bytes:
     return _version_node(key, encoded, value_length=len(encoded) // 2, text=True)
 
 
-def _version_info(version: tuple[int, int, int, int], dll: bool) -> bytes:
+def _version_info(
+    version: tuple[int, int, int, int], dll: bool, product_name: str | None = None
+) -> bytes:
     """VS_VERSIONINFO: VS_FIXEDFILEINFO, StringFileInfo 040904b0 and VarFileInfo."""
     major, minor, build, revision = version
     version_ms = (major << 16) | minor
@@ -598,6 +604,7 @@ def _version_info(version: tuple[int, int, int, int], dll: bool) -> bytes:
         children=[
             _version_string("FileVersion", dotted),
             _version_string("ProductVersion", dotted),
+            *([_version_string("ProductName", product_name)] if product_name else []),
         ],
     )
     translation = _version_node(

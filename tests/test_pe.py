@@ -8,7 +8,7 @@ import pytest
 
 from bundler.errors import InputFileError
 from bundler.pe import read_pe
-from tests.conftest import run_bundle
+from tests.conftest import REPO, run_bundle
 from tests.pefactory import PESpec, build_pe, write_pe
 
 
@@ -41,6 +41,19 @@ def test_linker_and_file_version(tmp_path: Path) -> None:
     assert info.linker_version == (14, 40)
     assert info.file_version == (1, 19, 24, 903)
     assert read_pe(write_pe(tmp_path / "b.dll")).file_version is None
+
+
+def test_product_name_from_the_version_resource(tmp_path: Path) -> None:
+    named = write_pe(
+        tmp_path / "app.exe", dll=False, file_version=(2, 0, 0, 0), product_name="Ünï Demo"
+    )
+    assert read_pe(named).product_name == "Ünï Demo"
+    unnamed = write_pe(tmp_path / "plain.exe", dll=False, file_version=(2, 0, 0, 0))
+    assert read_pe(unnamed).product_name is None
+
+
+def test_the_example_app_names_itself() -> None:
+    assert read_pe(REPO / "examples" / "hello" / "hello.exe").product_name == "hello"
 
 
 def test_managed_and_signed_flags(tmp_path: Path) -> None:

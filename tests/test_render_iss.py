@@ -165,6 +165,13 @@ def test_app_id_is_stable_per_app_name_and_case_insensitive() -> None:
     assert iss_values(sample_lock(), custom, 1)["app_id"] == custom.app_id
 
 
+def test_name_from_the_exe_product_name_unless_given() -> None:
+    named = sample_lock(app_product_name="Hello Demo")
+    assert iss_values(named, IssSettings(), 1)["app_name"] == "Hello Demo"
+    assert iss_values(named, IssSettings(app_name="Given"), 1)["app_name"] == "Given"
+    assert iss_values(sample_lock(), IssSettings(), 1)["app_name"] == "hello"  # the exe's stem
+
+
 def test_version_from_the_exe_unless_given() -> None:
     assert iss_values(sample_lock(), IssSettings(), 1)["app_version"] == "1.0.0.0"
     given = iss_values(sample_lock(), IssSettings(app_version="2.1-rc1"), 1)
