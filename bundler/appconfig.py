@@ -13,7 +13,7 @@
 
     [render]                           # the Inno Setup script (setup.iss in the output folder)
     iss = "installer/setup.iss"        # elsewhere; false: no script
-    app_name = "Hello"                 # default: the exe's name
+    app_name = "Hello"                 # default: the exe's ProductName, else its name
     app_version = "1.2.0"              # default: the exe's FileVersion
     publisher = "Example Ltd"
     app_id = "{{...}"                  # default: derived from app_name, stable
