@@ -8,7 +8,9 @@ Order for one artifact:
 4. the `--search` folders, as a local install.
 A hash or size mismatch stops everything: the pins are the contract, never "try the next".
 `--offline` allows only the cache, mirror folders and local installs. Every skipped source is
-reported with its reason.
+reported with its reason. A command that needs ORT's C/C++ SDK (`AcquireOptions.sdk`) takes an
+artifact that has SDK sources (the release zip) from those only: its DLLs, headers and import
+libraries then come from one build, and a wheel without headers is never silently used.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from urllib.parse import urlsplit
 
 from bundler.cache import Cache
 from bundler.download import DownloadPolicy, Pins, ProgressCallback, download
-from bundler.errors import FetchError, InputFileError, IntegrityError
+from bundler.errors import BundleError, FetchError, InputFileError, IntegrityError, SdkMissingError
 from bundler.extract import extract, is_extracted
 from bundler.pe import format_version, read_pe
 from bundler.profiles import (
@@ -35,6 +37,7 @@ from bundler.profiles import (
     Profile,
     Source,
     UrlSource,
+    has_sdk,
     is_pattern,
     matches,
 )
@@ -51,6 +54,7 @@ class AcquireOptions:
     verify: bool = False  # re-hash cache hits
     search: tuple[Path, ...] = ()  # extra local folders, tried as dir sources
     policy: DownloadPolicy = field(default_factory=DownloadPolicy)
+    sdk: bool = False  # the C/C++ SDK is needed: an artifact with SDK sources uses only those
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,7 @@ class Acquired:
     folder: Path  # extracted tree or local folder
     dll_folders: tuple[Path, ...]
     skipped: tuple[str, ...] = ()  # why earlier sources were not used
+    sdk: bool = False  # the tree holds the C/C++ SDK members its archive has (headers, .lib)
 
 
 class SourceSkipped(Exception):
@@ -96,14 +101,12 @@ class Acquirer:
     def get(self, artifact: Artifact) -> Acquired:
         """Cache, then every mirror for every allowed archive source, then the sources
         themselves in profile order (network or local install), then --search folders."""
-        allowed = [s for s in artifact.sources if self.options.mode in ("auto", s.kind)]
+        allowed = self._allowed(artifact)
         hit = self._from_cache(artifact, allowed)
         if hit is not None:
             return hit
         skipped = [
-            f"{source.kind}: not allowed by --source {self.options.mode}"
-            for source in artifact.sources
-            if source not in allowed
+            self._not_allowed(source) for source in artifact.sources if source not in allowed
         ]
         for source in allowed if self.options.mirrors else []:
             if not isinstance(source, DirSource):
@@ -116,15 +119,49 @@ class Acquirer:
                 return self._from_source(artifact, source, skipped)
             except SourceSkipped as reason:
                 skipped.append(f"{source.kind}: {reason}")
-        if self.options.search and self.options.mode in ("auto", "dir"):
+        if (
+            self.options.search
+            and self.options.mode in ("auto", "dir")
+            and not self._sdk_only(artifact)
+        ):
             try:
                 return self._from_folders(artifact, self.options.search, tuple(skipped))
             except SourceSkipped as reason:
                 skipped.append(f"--search: {reason}")
-        raise FetchError(
-            f"artifact {artifact.name} {artifact.version}: no source could provide it "
-            f"({'; '.join(skipped) or 'no source allowed'}). Check the network or mirror, "
-            "or pass --mirror DIR / --search DIR."
+        raise self._failure(artifact, skipped)
+
+    def _sdk_only(self, artifact: Artifact) -> bool:
+        return self.options.sdk and any(has_sdk(source) for source in artifact.sources)
+
+    def _allowed(self, artifact: Artifact) -> list[Source]:
+        """The sources --source allows; for an SDK-needing command, only SDK sources of an
+        artifact that has any (the DLLs must come from the same build as the headers)."""
+        sdk_only = self._sdk_only(artifact)
+        return [
+            source
+            for source in artifact.sources
+            if self.options.mode in ("auto", source.kind) and (has_sdk(source) or not sdk_only)
+        ]
+
+    def _not_allowed(self, source: Source) -> str:
+        if self.options.mode not in ("auto", source.kind):
+            return f"{source.kind}: not allowed by --source {self.options.mode}"
+        return f"{source.kind}: has no C/C++ headers or import libraries"
+
+    def _failure(self, artifact: Artifact, skipped: list[str]) -> BundleError:
+        reasons = "; ".join(skipped) or "no source allowed"
+        if not self._sdk_only(artifact):
+            return FetchError(
+                f"artifact {artifact.name} {artifact.version}: no source could provide it "
+                f"({reasons}). Check the network or mirror, or pass --mirror DIR / --search DIR."
+            )
+        zips = [source for source in artifact.sources if has_sdk(source)]
+        names = " or ".join(dict.fromkeys(_filename(source) for source in zips))
+        hosts = " or ".join(dict.fromkeys(urlsplit(source.url).hostname or "" for source in zips))
+        return SdkMissingError(
+            f"artifact {artifact.name} {artifact.version}: the C/C++ headers and import "
+            f"libraries are only in {names}, which no source provided ({reasons}). Pass "
+            f"--mirror DIR with {names} in DIR, or allow a connection to {hosts}."
         )
 
     def _from_cache(self, artifact: Artifact, allowed: Sequence[Source]) -> Acquired | None:
@@ -243,12 +280,13 @@ class Acquirer:
         cached: bool,
         skipped: tuple[str, ...],
     ) -> Acquired:
-        size = blob.stat().st_size
-        fresh = not is_extracted(self.cache.extract_root, source.sha256, artifact.licenses)
+        size, sdk = blob.stat().st_size, has_sdk(source)
+        root = self.cache.extract_root
+        fresh = not is_extracted(root, source.sha256, artifact.licenses, sdk=sdk)
         report = self.progress(f"extracting {_filename(source)}", size) if fresh else None
         if report:
             report(0, size)
-        tree = extract(blob, source.sha256, self.cache.extract_root, artifact.licenses)
+        tree = extract(blob, source.sha256, root, artifact.licenses, sdk=sdk)
         if report:
             report(size, size)
         return Acquired(
@@ -264,6 +302,7 @@ class Acquirer:
             folder=tree.root,
             dll_folders=dll_folders(tree.root, artifact),
             skipped=skipped,
+            sdk=sdk,
         )
 
 

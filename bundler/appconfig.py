@@ -21,6 +21,9 @@
     shortcut = false                   # Start-menu shortcut to the app
     require_gpu = false                # default: the profile's; a silent install then fails
                                        # without a good enough GPU driver (as /REQUIREGPU)
+    postbuild = false                  # no postbuild.cmd / postbuild.event.xml (default: both)
+    project_dir = "app"                # the .vcxproj's folder: the post-build event names
+                                       # postbuild.cmd relative to $(ProjectDir)
 
 Command-line flags override these values. Paths are relative to the folder of bundle.toml.
 """
@@ -34,6 +37,7 @@ from pathlib import Path
 from bundler.errors import ConfigError
 from bundler.manifest import Table
 from bundler.render_iss import DEFAULT_COMPRESSION, IssSettings
+from bundler.render_postbuild import PostbuildSettings
 
 CONFIG_NAME = "bundle.toml"
 
@@ -52,6 +56,7 @@ class AppConfig:
     archive: Path | None = None
     iss: Path | bool | None = None  # a path, False for none, None for the default place
     installer: IssSettings = field(default_factory=IssSettings)
+    postbuild: PostbuildSettings | None = field(default_factory=PostbuildSettings)  # None: off
 
 
 def find_config(start: Path) -> Path | None:
@@ -83,7 +88,12 @@ def load_config(path: Path) -> AppConfig:
     )
     render = root.table("render", None)
     if render is not None:
-        config = replace(config, iss=_iss_place(render, base), installer=_installer(render))
+        config = replace(
+            config,
+            iss=_iss_place(render, base),
+            installer=_installer(render),
+            postbuild=_postbuild(render, base),
+        )
         render.done()
     build.done()
     root.done()
@@ -108,6 +118,14 @@ def _installer(table: Table) -> IssSettings:
         shortcut=table.boolean("shortcut", False),
         require_gpu=table.boolean("require_gpu", None),
     )
+
+
+def _postbuild(table: Table, base: Path) -> PostbuildSettings | None:
+    """[render] postbuild = false: no post-build step; project_dir: relative to bundle.toml."""
+    project_dir = _path(base, table.string("project_dir", None))
+    if table.boolean("postbuild", True) is False:
+        return None
+    return PostbuildSettings(project_dir=project_dir)
 
 
 def _path(base: Path, text: str | None) -> Path | None:

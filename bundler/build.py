@@ -27,6 +27,7 @@ from bundler.plan import Plan, PlanFile, Status
 from bundler.profiles import Artifact, Profile, load_profile
 from bundler.provenance import attach_provenance
 from bundler.render_iss import ISS_NAME, IssResult, IssSettings, write_iss
+from bundler.render_postbuild import PostbuildResult, PostbuildSettings, write_postbuild
 from bundler.resolve import read_inputs, resolve
 from bundler.sbom import SBOM_NAME, write_sbom
 from bundler.system import load_system_policy
@@ -54,6 +55,8 @@ class BuildOptions:
     iss: Path | bool = True  # True: setup.iss in the output folder; False: no script
     installer: IssSettings = field(default_factory=IssSettings)
     archive: Path | None = None
+    # postbuild.cmd and postbuild.event.xml in the output folder; None: neither
+    postbuild: PostbuildSettings | None = field(default_factory=PostbuildSettings)
     acquire: AcquireOptions = field(default_factory=AcquireOptions)
 
     def iss_path(self, out: Path) -> Path | None:
@@ -83,6 +86,7 @@ class BuildResult:
     dry_run: bool
     iss: IssResult | None = None
     archive: ArchiveResult | None = None
+    postbuild: PostbuildResult | None = None
 
 
 def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
@@ -102,7 +106,7 @@ def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
     search = list(options.search) + dll_search_path(acquired)
     plan = resolve([app], profile, load_system_policy(), search, app_folders_first=False)
     plan = apply_vc_runtime_policy(attach_provenance(plan, acquired), mode)
-    _require_complete(plan)
+    require_complete(plan)
     placed = placements(plan, profile, acquired, options, out)
     previous = read_lock(out / LOCK_NAME)
     sizes = {item.name: item.size for item in previous.files} if previous else {}
@@ -110,7 +114,9 @@ def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
         [p for p, _ in placed], out, sizes, options.link, options.force, options.clean
     )
     counters = Counters()
-    lock = _lock(plan, profile, mode, placed, _hashes(placed, out, previous, cache, counters))
+    lock = _lock(
+        plan, profile, mode, placed, placement_hashes(placed, out, previous, cache, counters)
+    )
     if options.locked:
         _check_locked(out, previous, lock)
     result = BuildResult(out, plan, lock, deployment, counters, options.dry_run)
@@ -124,6 +130,8 @@ def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
     script = options.iss_path(out)
     if script is not None:
         result.iss = write_iss(lock, out, script, installer)
+    if options.postbuild is not None:
+        result.postbuild = write_postbuild(lock, out, out, options.postbuild)
     if options.archive is not None:
         total = sum(item.size for item in lock.files)
         packing = progress(f"packing {options.archive}", total)
@@ -131,7 +139,7 @@ def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
     return result
 
 
-def _require_complete(plan: Plan) -> None:
+def require_complete(plan: Plan) -> None:
     if not plan.missing:
         return
     details = []
@@ -157,20 +165,29 @@ def placements(
     if options.exe.parent.resolve() != out.resolve():
         app = plan.with_status(Status.APP)[0]
         placed.append((Placement(options.exe.name, options.exe, app.size or 0), Source("app", app)))
-    for item in plan.with_status(Status.BUNDLED):
-        assert item.source is not None
-        source = Source("bundled", item, archive_sha256=item.archive_sha256, member=item.member)
-        placed.append((Placement(item.name, Path(item.source), item.size or 0), source))
-    placed += _licences(plan, profile, acquired)
+    placed += bundled_placements(plan)
+    placed += licence_placements(plan, profile, acquired)
     if options.vc_redist is not None and plan.with_status(Status.REDIST):
         size = options.vc_redist.stat().st_size
         placed.append((Placement(VC_REDIST_NAME, options.vc_redist, size), Source("installer")))
     return placed
 
 
-def _licences(
+def bundled_placements(plan: Plan, folder: str = "") -> list[tuple[Placement, Source]]:
+    """Every bundled DLL of the plan, placed in `folder` of the output ("" for its top)."""
+    placed = []
+    for item in plan.with_status(Status.BUNDLED):
+        assert item.source is not None
+        source = Source("bundled", item, archive_sha256=item.archive_sha256, member=item.member)
+        name = f"{folder}/{item.name}" if folder else item.name
+        placed.append((Placement(name, Path(item.source), item.size or 0), source))
+    return placed
+
+
+def licence_placements(
     plan: Plan, profile: Profile, acquired: Sequence[Acquired]
 ) -> list[tuple[Placement, Source]]:
+    """licenses/<artifact>/<file> for every artifact that ships a DLL of the plan."""
     used = {item.artifact for item in plan.with_status(Status.BUNDLED) if item.artifact}
     artifacts = {artifact.name: artifact for artifact in profile.artifacts}
     placed = []
@@ -191,7 +208,7 @@ def _licences(
     return placed
 
 
-def _hashes(
+def placement_hashes(
     placed: Sequence[tuple[Placement, Source]],
     out: Path,
     previous: Lock | None,
@@ -227,6 +244,29 @@ def _lock(
     placed: Sequence[tuple[Placement, Source]],
     hashes: dict[str, str],
 ) -> Lock:
+    files = locked_files(plan, placed, hashes)
+    drivers = tuple(sorted(item.name for item in plan.with_status(Status.DRIVER)))
+    app = plan.with_status(Status.APP)[0]
+    return Lock(
+        plan.profile,
+        plan.architecture,
+        mode,
+        files,
+        drivers,
+        app=app.name,
+        app_file_version=app.file_version,
+        app_product_name=app.product_name,
+        min_windows=plan.min_windows,
+        vc_runtime_min=required_vc_runtime(plan),
+        gpu_driver=profile.gpu_driver,
+    )
+
+
+def locked_files(
+    plan: Plan, placed: Sequence[tuple[Placement, Source]], hashes: dict[str, str]
+) -> tuple[LockedFile, ...]:
+    """The lock's record of every placed file: hash, size, version, provenance, and for a
+    bundled DLL the shortest chain that needs it."""
     files = []
     for placement, source in placed:
         item = source.plan_file
@@ -246,21 +286,7 @@ def _lock(
                 why=plan.why(item.key) if item and source.kind == "bundled" else None,
             )
         )
-    drivers = tuple(sorted(item.name for item in plan.with_status(Status.DRIVER)))
-    app = plan.with_status(Status.APP)[0]
-    return Lock(
-        plan.profile,
-        plan.architecture,
-        mode,
-        tuple(files),
-        drivers,
-        app=app.name,
-        app_file_version=app.file_version,
-        app_product_name=app.product_name,
-        min_windows=plan.min_windows,
-        vc_runtime_min=required_vc_runtime(plan),
-        gpu_driver=profile.gpu_driver,
-    )
+    return tuple(files)
 
 
 def _check_locked(out: Path, previous: Lock | None, lock: Lock) -> None:

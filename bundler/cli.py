@@ -19,16 +19,19 @@ import typer
 from bundler import __version__, views
 from bundler.acquire import AcquireOptions, acquire_profile, dll_search_path, export_archives
 from bundler.appconfig import CONFIG_NAME, AppConfig, find_config, load_config
+from bundler.audit import audit as run_audit
 from bundler.build import BuildOptions
 from bundler.build import build as run_build
 from bundler.cache import Cache, default_cache_dir
 from bundler.download import DownloadPolicy
 from bundler.errors import BundleError, ConfigError, ExitCode
-from bundler.lock import LOCK_NAME, read_lock
+from bundler.lock import LOCK_NAME, Lock, read_lock
+from bundler.msbuild import DEFAULT_OUT, MsbuildOptions, lay_out
 from bundler.plan import Plan
 from bundler.profiles import DEFAULT_PROFILE, available_profiles, load_profile
 from bundler.progress import progress_for
 from bundler.render_iss import ISS_NAME, IssSettings, write_iss
+from bundler.render_postbuild import PostbuildSettings, write_postbuild
 from bundler.resolve import read_inputs, resolve
 from bundler.system import load_system_policy
 
@@ -102,6 +105,17 @@ RequireGpuOption = Annotated[
         help="Installer: a silent install fails without a good enough NVIDIA driver.",
     ),
 ]
+SourceOption = Annotated[
+    str, typer.Option("--source", help="auto (url, then pip, then dir), url, pip or dir.")
+]
+MirrorOption = Annotated[
+    list[str] | None,
+    typer.Option("--mirror", help="Folder or URL holding the archives by name (repeatable)."),
+]
+OfflineOption = Annotated[
+    bool, typer.Option("--offline", help="No network: cache, mirror folders, local installs.")
+]
+AllowHttpOption = Annotated[bool, typer.Option("--allow-http", help="Allow plain-http:// mirrors.")]
 CacheDirOption = Annotated[
     Path | None,
     typer.Option(
@@ -170,22 +184,36 @@ def _print_why(plan: Plan, name: str) -> None:
 
 
 @app.command()
+def audit(
+    path: Annotated[
+        Path,
+        typer.Argument(metavar="PATH", help="A bundle folder, or its bundle.lock.json."),
+    ],
+    profile: Annotated[
+        str | None,
+        typer.Option("--profile", "-p", help="Target profile (default: the lock file's)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON.")] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Warnings fail the audit too (exit 18).")
+    ] = False,
+) -> None:
+    """Check a shipped folder as the target machine will see it; exit 17 on errors."""
+    report = run_audit(path, profile)
+    typer.echo(views.audit_json(report) if as_json else views.audit_table(report))
+    code = report.exit_code(strict)
+    if code:
+        raise typer.Exit(code)
+
+
+@app.command()
 def fetch(
     profile: ProfileOption = DEFAULT_PROFILE,
-    source: Annotated[
-        str, typer.Option("--source", help="auto (url, then pip, then dir), url, pip or dir.")
-    ] = "auto",
+    source: SourceOption = "auto",
     cache_dir: CacheDirOption = None,
-    mirror: Annotated[
-        list[str] | None,
-        typer.Option("--mirror", help="Folder or URL holding the archives by name (repeatable)."),
-    ] = None,
-    offline: Annotated[
-        bool, typer.Option("--offline", help="No network: cache, mirror folders, local installs.")
-    ] = False,
-    allow_http: Annotated[
-        bool, typer.Option("--allow-http", help="Allow plain-http:// mirrors.")
-    ] = False,
+    mirror: MirrorOption = None,
+    offline: OfflineOption = False,
+    allow_http: AllowHttpOption = False,
     verify: Annotated[bool, typer.Option("--verify", help="Re-hash cached files too.")] = False,
     search: SearchOption = None,
     to: Annotated[
@@ -263,6 +291,10 @@ def build(
         typer.Option("--iss", help="Write the Inno Setup script here (default: OUT/setup.iss)."),
     ] = None,
     no_iss: Annotated[bool, typer.Option("--no-iss", help="Write no Inno Setup script.")] = False,
+    no_postbuild: Annotated[
+        bool,
+        typer.Option("--no-postbuild", help="Write no postbuild.cmd / postbuild.event.xml."),
+    ] = False,
     app_name: AppNameOption = None,
     app_version: AppVersionOption = None,
     publisher: PublisherOption = None,
@@ -306,6 +338,7 @@ def build(
             require_gpu,
         ),
         archive=archive or settings.archive,
+        postbuild=None if no_postbuild else settings.postbuild,
         acquire=AcquireOptions(
             mirrors=tuple(mirror or ()),
             offline=offline,
@@ -359,10 +392,7 @@ def render_iss(
 ) -> None:
     """Render the Inno Setup script of a built bundle from its lock file, without building."""
     settings = _app_config(config, None)
-    lock_path = lock or _default_lock(settings)
-    bundle = read_lock(lock_path)
-    if bundle is None:
-        raise ConfigError(f"{lock_path}: no lock file; run bundle build first, or give --lock.")
+    lock_path, bundle = _lock_to_render(lock, settings)
     installer = _installer(
         settings.installer,
         app_name,
@@ -377,6 +407,45 @@ def render_iss(
     typer.echo(views.iss_report(result))
 
 
+@render_app.command("postbuild")
+def render_postbuild(
+    lock: Annotated[
+        Path | None,
+        typer.Option("--lock", help="The bundle's lock file (default: from bundle.toml, or ./)."),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="The folder for both files (default: the lock file's)."),
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="bundle.toml with [render] settings.")
+    ] = None,
+    project_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--project-dir", help="The .vcxproj's folder: the event names the script from it."
+        ),
+    ] = None,
+) -> None:
+    """Render postbuild.cmd (copies the bundle's DLLs into a build's output folder) and
+    postbuild.event.xml (the MSBuild post-build event calling it) from a lock file."""
+    settings = _app_config(config, None)
+    lock_path, bundle = _lock_to_render(lock, settings)
+    configured = settings.postbuild.project_dir if settings.postbuild else None
+    chosen = PostbuildSettings(project_dir=project_dir or configured)
+    result = write_postbuild(bundle, lock_path.parent, out or lock_path.parent, chosen)
+    typer.echo(views.postbuild_report(result))
+
+
+def _lock_to_render(lock: Path | None, settings: AppConfig) -> tuple[Path, Lock]:
+    """The lock a render command works from: --lock, else bundle.toml's output folder's."""
+    lock_path = lock or _default_lock(settings)
+    bundle = read_lock(lock_path)
+    if bundle is None:
+        raise ConfigError(f"{lock_path}: no lock file; run bundle build first, or give --lock.")
+    return lock_path, bundle
+
+
 def _default_lock(settings: AppConfig) -> Path:
     """The lock of bundle.toml's output folder (else of its exe's folder), else ./"""
     folder = settings.out or (settings.exe.parent if settings.exe else Path.cwd())
@@ -388,6 +457,42 @@ def _app_config(config: Path | None, exe: Path | None) -> AppConfig:
     if config is not None and not config.is_file():
         raise ConfigError(f"--config {config}: no such file.")
     return load_config(path) if path else AppConfig(path=Path(CONFIG_NAME))
+
+
+@app.command()
+def msbuild(
+    profile: ProfileOption = DEFAULT_PROFILE,
+    out: Annotated[
+        Path, typer.Option("--out", help="The folder to lay out (default: ./ort-bundle).")
+    ] = DEFAULT_OUT,
+    source: SourceOption = "auto",
+    cache_dir: CacheDirOption = None,
+    mirror: MirrorOption = None,
+    offline: OfflineOption = False,
+    allow_http: AllowHttpOption = False,
+    link: Annotated[
+        bool, typer.Option("--link/--copy", help="Hard-link files from the cache.")
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite files bundle did not write.")
+    ] = False,
+) -> None:
+    """Lay out a folder for Visual Studio: ORT's headers, import library and DLL closure, with
+    ort-bundle.props and ort-bundle.targets to import in a .vcxproj."""
+    options = MsbuildOptions(
+        profile=profile,
+        cache_dir=cache_dir or default_cache_dir(),
+        out=out,
+        link=link,
+        force=force,
+        acquire=AcquireOptions(
+            mode=source,
+            mirrors=tuple(mirror or ()),
+            offline=offline,
+            policy=DownloadPolicy(allow_http=allow_http),
+        ),
+    )
+    typer.echo(views.msbuild_report(lay_out(options, progress_for)))
 
 
 @cache_app.command("list")

@@ -28,6 +28,9 @@ class ExitCode(IntEnum):
     LOCKED = 13  # --locked: the result would differ from bundle.lock.json
     CONFIG = 14  # bundle.toml is invalid, or the command line lacks what it needs
     OUTPUT = 15  # an output file (setup script, archive) cannot be written
+    SDK = 16  # ORT's C/C++ SDK (headers, import library) is not available: no release zip
+    AUDIT_ERRORS = 17  # bundle audit: at least one finding of severity error
+    AUDIT_WARNINGS = 18  # bundle audit --strict: warnings, and no errors
 
 
 class BundleError(Exception):
@@ -119,3 +122,10 @@ class OutputError(BundleError):
     """A rendered file or archive cannot be written where it was asked for."""
 
     exit_code = ExitCode.OUTPUT
+
+
+class SdkMissingError(BundleError):
+    """The C/C++ headers and import libraries are needed, and no source that has them (ORT's
+    release zip) could provide them: the PyPI wheels carry only the DLLs."""
+
+    exit_code = ExitCode.SDK

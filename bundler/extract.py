@@ -1,9 +1,11 @@
-"""Act layer: extract the DLLs and licence files bundle needs from a pinned release archive.
+"""Act layer: extract the DLLs and licence files bundle needs from a pinned release archive,
+and, from a source that carries it, ORT's C/C++ SDK (headers and import libraries).
 
 Archives come from a content-addressed cache, so the extracted tree is keyed by the archive's
 SHA-256: `<extract_root>/<sha256>/`, members at their archive paths, and a `.complete` marker
-(a JSON record) written last. The tree is built in a temp folder beside it and renamed into place,
-so a killed run never leaves a tree that looks complete, and a second run does no work at all.
+(a JSON record of the members and of the selection that chose them) written last. The tree is
+built in a temp folder beside it and renamed into place, so a killed run never leaves a tree
+that looks complete, and a second run does no work at all.
 
 Every member of the archive is validated before anything is written (absolute paths, drive
 letters, "..", symlinks, absurd declared sizes): one unsafe member refuses the whole archive.
@@ -66,6 +68,19 @@ _CORRUPT: tuple[type[Exception], ...] = (
 )
 
 
+def sdk_member(name: str) -> bool:
+    """True for the C/C++ SDK members of a release zip: headers (`*.h`) anywhere under an
+    `include/` folder, and import libraries (`*.lib`) directly in a `lib/` folder, where ORT's
+    zip keeps them beside the DLLs (its `.pdb` files stay out). Case-insensitive."""
+    parts = name.replace("\\", "/").lower().split("/")
+    base, folders = parts[-1], parts[:-1]
+    if base.endswith(".h"):
+        return "include" in folders
+    if base.endswith(".lib"):
+        return bool(folders) and folders[-1] == "lib"
+    return False
+
+
 def wanted_member(name: str, licence_names: Collection[str] = ()) -> bool:
     """True for the members bundle deploys or must ship: DLLs (any folder) and licence files.
 
@@ -101,11 +116,35 @@ class _Member:
 
 
 @dataclass(frozen=True)
+class Selection:
+    """Which members a tree holds besides DLLs: licence files by name, and with `sdk` the
+    C/C++ SDK (sdk_member). A tree made for one selection serves every selection it covers;
+    a request it does not cover extracts again, for the union of both (a tree only grows)."""
+
+    licence_names: frozenset[str] = frozenset()
+    sdk: bool = False
+
+    def covers(self, other: Selection) -> bool:
+        return other.licence_names <= self.licence_names and (self.sdk or not other.sdk)
+
+    def union(self, other: Selection) -> Selection:
+        return Selection(self.licence_names | other.licence_names, self.sdk or other.sdk)
+
+    def wants(self, name: str) -> bool:
+        return wanted_member(name, self.licence_names) or (self.sdk and sdk_member(name))
+
+
+def _selection(licence_names: Collection[str], sdk: bool) -> Selection:
+    return Selection(frozenset(_basename(name) for name in licence_names), sdk)
+
+
+@dataclass(frozen=True)
 class _Record:
-    """What a `.complete` marker promises: these members, selected with these licence names."""
+    """What a `.complete` marker promises: these members, chosen by this selection. A marker
+    written before the SDK existed has no "sdk" key: its tree holds no SDK members."""
 
     members: tuple[str, ...]
-    licence_names: frozenset[str]
+    selection: Selection
 
 
 def extract(
@@ -114,22 +153,25 @@ def extract(
     extract_root: Path,
     licence_names: Collection[str] = (),
     workers: int = 4,
+    *,
+    sdk: bool = False,
 ) -> Extracted:
     """Extract the wanted members of `archive` into `<extract_root>/<sha256>/`, once.
 
     `sha256` is trusted: the fetch layer verified it, and re-hashing a 600 MB archive on every
     run would cost more than the extraction it saves. A complete tree is reused without
-    opening the archive, unless it was made with fewer licence names than asked for now.
+    opening the archive, unless it was made with fewer licence names than asked for now, or
+    without the SDK members (`sdk`: headers and import libraries) when they are asked for.
     `workers` threads inflate zip members in parallel; a 7z is unpacked in one py7zr pass.
     The format comes from the suffix, or for a suffix-less cache blob from its first bytes.
     """
     target = extract_root / _cache_key(sha256)
-    selection = frozenset(_basename(name) for name in licence_names)
+    selection = _selection(licence_names, sdk)
     recorded = _read_marker(target)
-    if recorded is not None and selection <= recorded.licence_names:
+    if recorded is not None and recorded.selection.covers(selection):
         return Extracted(target, recorded.members, reused=True)
-    if recorded is not None:
-        selection |= recorded.licence_names  # grow the tree, never drop what others asked for
+    if recorded is not None:  # grow the tree, never drop what others asked for
+        selection = selection.union(recorded.selection)
     if not archive.is_file():
         raise InputFileError(f"{archive}: archive not found; download it again.")
     sevenzip = _format_of(archive) == ".7z"
@@ -138,11 +180,12 @@ def extract(
     return _build(archive, target, members, selection, workers, sevenzip)
 
 
-def is_extracted(extract_root: Path, sha256: str, licence_names: Collection[str] = ()) -> bool:
+def is_extracted(
+    extract_root: Path, sha256: str, licence_names: Collection[str] = (), *, sdk: bool = False
+) -> bool:
     """True when extract() would reuse the tree without opening the archive."""
     recorded = _read_marker(extract_root / _cache_key(sha256))
-    wanted = frozenset(_basename(name) for name in licence_names)
-    return recorded is not None and wanted <= recorded.licence_names
+    return recorded is not None and recorded.selection.covers(_selection(licence_names, sdk))
 
 
 def _basename(name: str) -> str:
@@ -285,10 +328,10 @@ def _sevenzip_entries(archive: Path) -> list[_Member]:
     ]
 
 
-def _select(archive: Path, entries: list[_Member], selection: frozenset[str]) -> list[_Member]:
+def _select(archive: Path, entries: list[_Member], selection: Selection) -> list[_Member]:
     """The wanted entries, refusing two that would be the same file on Windows (where the
     tree is deployed, names are case-insensitive) or a file that is also another's folder."""
-    wanted = [entry for entry in entries if wanted_member(entry.name, selection)]
+    wanted = [entry for entry in entries if selection.wants(entry.name)]
     seen: dict[str, str] = {}
     for member in wanted:
         if not member.path:
@@ -311,7 +354,7 @@ def _build(
     archive: Path,
     target: Path,
     members: list[_Member],
-    selection: frozenset[str],
+    selection: Selection,
     workers: int,
     sevenzip: bool,
 ) -> Extracted:
@@ -338,7 +381,7 @@ def _build(
         shutil.rmtree(tree, ignore_errors=True)  # already renamed away on success
 
 
-def _install(tree: Path, target: Path, selection: frozenset[str]) -> bool:
+def _install(tree: Path, target: Path, selection: Selection) -> bool:
     """Rename the finished tree to `target`. False when another process completed a tree that
     serves this call meanwhile; an incomplete or narrower tree there is replaced."""
     try:
@@ -348,7 +391,7 @@ def _install(tree: Path, target: Path, selection: frozenset[str]) -> bool:
         if not os.path.lexists(target):
             raise
         recorded = _read_marker(target)
-        if recorded is not None and selection <= recorded.licence_names:
+        if recorded is not None and recorded.selection.covers(selection):
             return False
     stale = target.with_name(f".{target.name}.{secrets.token_hex(4)}.stale")
     os.replace(target, stale)
@@ -360,7 +403,8 @@ def _install(tree: Path, target: Path, selection: frozenset[str]) -> bool:
 def _write_marker(tree: Path, archive: Path, record: _Record) -> None:
     document = {
         "archive": archive.name,
-        "licence_names": sorted(record.licence_names),
+        "licence_names": sorted(record.selection.licence_names),
+        "sdk": record.selection.sdk,
         "members": list(record.members),
     }
     (tree / MARKER).write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
@@ -375,9 +419,10 @@ def _read_marker(tree: Path) -> _Record | None:
     if not isinstance(document, dict):
         return None
     members, names = document.get("members"), document.get("licence_names")
-    if not _is_str_list(members) or not _is_str_list(names):
+    sdk = document.get("sdk", False)  # absent in markers older than the SDK selection
+    if not _is_str_list(members) or not _is_str_list(names) or not isinstance(sdk, bool):
         return None
-    return _Record(tuple(members), frozenset(names))
+    return _Record(tuple(members), Selection(frozenset(names), sdk))
 
 
 def _is_str_list(value: object) -> TypeGuard[list[str]]:

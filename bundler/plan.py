@@ -121,6 +121,25 @@ class Plan:
     def children(self, key: str) -> list[Edge]:
         return self._children.get(key, [])
 
+    def parents(self, key: str) -> list[Edge]:
+        """The edges that need `key` (a profile root's has no parent)."""
+        return self._parents.get(key, [])
+
+    def import_closure(self, start: str) -> dict[str, list[Edge]]:
+        """What the loader maps together with `start`: its static imports, transitively, each
+        with the shortest chain of import edges from `start`. Delay imports and runtime loads
+        are left out: they happen later, when first used. This is what tells a start-up
+        failure (error 126) from one that strikes at the first operation."""
+        reached: dict[str, list[Edge]] = {start.lower(): []}
+        queue = [start.lower()]
+        while queue:
+            key = queue.pop(0)
+            for edge in self.children(key):
+                if edge.kind is EdgeKind.IMPORT and edge.child not in reached:
+                    reached[edge.child] = [*reached[key], edge]
+                    queue.append(edge.child)
+        return reached
+
     def chains_to(self, name: str) -> list[list[Edge]]:
         """Every cycle-free chain of edges from a root to `name`, root side first."""
         key = name.lower()

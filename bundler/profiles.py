@@ -9,6 +9,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeGuard
 
 from bundler import resources
 from bundler.errors import ProfileError
@@ -43,10 +44,14 @@ class RuntimeRule:
 
 @dataclass(frozen=True)
 class UrlSource:
+    """A pinned archive on the web. `sdk`: the archive also carries the C/C++ SDK (headers
+    under include/, import libraries in lib/), as ORT's release zip does and its wheels don't."""
+
     url: str
     sha256: str
     sha512: str | None = None
     size: int | None = None
+    sdk: bool = False
     kind: str = "url"
 
 
@@ -73,6 +78,11 @@ class DirSource:
 
 
 Source = UrlSource | PipSource | DirSource
+
+
+def has_sdk(source: Source) -> TypeGuard[UrlSource]:
+    """True for a source whose archive carries the C/C++ SDK (headers, import libraries)."""
+    return isinstance(source, UrlSource) and source.sdk
 
 
 @dataclass(frozen=True)
@@ -244,6 +254,7 @@ def _source(table: Table) -> Source:
             sha256=table.hexdigest("sha256", 64),
             sha512=table.hexdigest("sha512", 128, None),
             size=table.integer("size", None),
+            sdk=table.boolean("sdk", False),
         )
     elif kind == "pip":
         source = PipSource(

@@ -3,10 +3,13 @@
 The resolver only knows paths; the lock file, the SBOM and the licence folder need to know that
 `.../extracted/<archive sha256>/nvidia/cudnn/bin/cudnn64_9.dll` is member
 `nvidia/cudnn/bin/cudnn64_9.dll` of the pinned cuDNN wheel. Pure: paths are compared, not read.
+Both sides are made absolute first: the resolver's search folders are absolute, an artifact's
+folder is under the cache root as given (a relative --cache-dir stays relative).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -22,10 +25,11 @@ def attach_provenance(plan: Plan, acquired: Sequence[Acquired]) -> Plan:
 def _with_origin(item: PlanFile, acquired: Sequence[Acquired]) -> PlanFile:
     if item.status is not Status.BUNDLED or item.source is None:
         return item
-    path = Path(item.source)
+    path = Path(os.path.abspath(item.source))
     for artifact in acquired:
-        if path.is_relative_to(artifact.folder):
-            member = path.relative_to(artifact.folder).as_posix() if artifact.sha256 else None
+        folder = Path(os.path.abspath(artifact.folder))
+        if path.is_relative_to(folder):
+            member = path.relative_to(folder).as_posix() if artifact.sha256 else None
             return replace(
                 item,
                 artifact=artifact.artifact,

@@ -138,3 +138,89 @@ def write_text(path: Path, text: str, *, bom: bool = False, newline: str = "\n")
         raise OutputError(
             f"{path}: cannot write: {exc.strerror}; choose a writable place for it."
         ) from None
+
+
+# --- MSBuild and XML: ort-bundle.props / ort-bundle.targets ------------------------------------
+
+# What MSBuild reads with a meaning of its own in project text: $( properties, @( item lists,
+# %( metadata and %XX escapes, ; list separators, ' condition quotes, ? * wildcards. MSBuild
+# reads %XX (two hex digits) back as the character, so a literal is written with these as %XX.
+MSBUILD_SPECIAL = "%$@';?*"
+
+
+def _control_free(value: object, what: str) -> str:
+    text = str(value)
+    if _CONTROL.search(text):
+        raise ConfigError(f"{what} {text!r} contains a control character (newline, tab, ...).")
+    return text
+
+
+def msbuild_escape(value: object) -> str:
+    """A literal for MSBuild (a folder or file name, a property's text): every special
+    character as %XX, so MSBuild neither expands, splits, globs nor ends a quote on it."""
+    text = _control_free(value, "MSBuild value")
+    return "".join(f"%{ord(char):02X}" if char in MSBUILD_SPECIAL else char for char in text)
+
+
+def xml_text(value: object) -> str:
+    """Text for XML element content or a double-quoted attribute: & < > " as entities.
+    Control characters are refused (XML 1.0 cannot hold most of them)."""
+    text = _control_free(value, "XML text")
+    return (
+        text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    )
+
+
+FILTERS.update({"msbuild_escape": msbuild_escape, "xml_text": xml_text})
+
+
+# --- cmd.exe batch files: postbuild.cmd ---------------------------------------------------------
+
+# Outside double quotes cmd gives these a meaning of its own (escape, command separators,
+# redirection, blocks); a caret before one makes it literal.
+CMD_SPECIAL = "^&|<>()"
+
+
+def _cmd_value(value: object, what: str) -> str:
+    """One line of batch text: a newline would end the command and a double quote would flip
+    cmd's quoting for the rest of the line (no Windows file name holds one)."""
+    text = str(value)
+    if _CONTROL.search(text):
+        raise ConfigError(f"{what} {text!r} contains a control character (newline, tab, ...).")
+    if '"' in text:
+        raise ConfigError(f"{what} {text!r} contains a double quote, which cmd cannot pass.")
+    return text
+
+
+def cmd_quoted(value: object) -> str:
+    """Text inside a double-quoted argument of a batch file ("...", set "NAME=..."): the quotes
+    already make ^ & | < > ( ) literal, but cmd still expands %NAME% and %1 when it reads the
+    line, so % is doubled. (! would need care with delayed expansion, which our scripts turn
+    off with setlocal DisableDelayedExpansion.)"""
+    return _cmd_value(value, "batch-file value").replace("%", "%%")
+
+
+def cmd_text(value: object) -> str:
+    """Unquoted text in a batch file (an echo line): each of ^ & | < > ( ) gets a caret, so cmd
+    prints it instead of acting on it, and % is doubled (a caret does not protect it)."""
+    text = _cmd_value(value, "batch-file text")
+    escaped = "".join(f"^{char}" if char in CMD_SPECIAL else char for char in text)
+    return escaped.replace("%", "%%")
+
+
+def cmd_call_quoted(value: object) -> str:
+    """Text inside a double-quoted argument of CALL in a batch file (a post-build event's
+    `call "...\\postbuild.cmd"`). Windows' CALL expands % a second time and doubles every
+    caret, quoted or not, which nothing undoes inside quotes; Wine's CALL does neither. No
+    spelling works for both, so % and ^ are refused instead of being escaped."""
+    text = _cmd_value(value, "CALL argument")
+    bad = sorted(set(text) & set("%^"))
+    if bad:
+        raise ConfigError(
+            f"{text!r} contains {' '.join(bad)}, which cmd's CALL does not pass through "
+            "unchanged; rename the folder, or edit the command by hand."
+        )
+    return text
+
+
+FILTERS.update({"cmd_quoted": cmd_quoted, "cmd_text": cmd_text, "cmd_call_quoted": cmd_call_quoted})

@@ -112,7 +112,13 @@ class Resolver:
             self._need(name, parent, EdgeKind.IMPORT)
         for name in info.delay_imports:
             self._need(name, parent, EdgeKind.DELAY_IMPORT)
-        for rule in self.profile.rules_for(info.name):
+        self._runtime_loads(info.name)
+
+    def _runtime_loads(self, name: str) -> None:
+        """Runtime rules are keyed by name, so they apply to a missing trigger too: what it
+        would load stays needed (and is reported when absent) instead of looking unused."""
+        parent = dll_key(name)
+        for rule in self.profile.rules_for(name):
             for target in rule.loads:
                 if is_pattern(target):
                     self._need_pattern(target, parent, rule.why)
@@ -138,6 +144,8 @@ class Resolver:
         self.work.edges.append(Edge(parent, key, kind, detail))
         if key not in self.work.files:
             self.work.files[key] = self._classify(name)
+            if self.work.files[key].status is Status.MISSING:
+                self._runtime_loads(name)
 
     def _classify(self, name: str) -> PlanFile:
         key = dll_key(name)

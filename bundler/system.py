@@ -27,6 +27,8 @@ class SystemPolicy:
     api_set_prefixes: tuple[str, ...]
     known_dlls: frozenset[str]
     groups: tuple[SystemGroup, ...]
+    app_local_ignored: frozenset[str] = frozenset()  # never loaded from an app folder either
+    system32_copies: frozenset[str] = frozenset()  # shipped by apps, also in some System32s
 
     def is_api_set(self, name: str) -> bool:
         return dll_key(name).startswith(self.api_set_prefixes)
@@ -37,6 +39,12 @@ class SystemPolicy:
             return True
         return any(key in group.names for group in self.groups if group.since <= min_windows)
 
+    def ignores_app_local(self, name: str) -> bool:
+        """A copy of `name` in the app folder is never what Windows 10+ loads: an API-set
+        name, a KnownDLL, or an OS component like the UCRT."""
+        key = dll_key(name)
+        return self.is_api_set(key) or key in self.known_dlls or key in self.app_local_ignored
+
 
 def load_system_policy(path: Path | None = None) -> SystemPolicy:
     table = load_toml(path or resources.system_policy_file())
@@ -46,10 +54,22 @@ def load_system_policy(path: Path | None = None) -> SystemPolicy:
         api_set_prefixes=tuple(dll_key(prefix) for prefix in api_sets.strings("prefixes")),
         known_dlls=frozenset(dll_key(name) for name in known.strings("names")),
         groups=tuple(_group(item) for item in table.tables("system_dlls")),
+        app_local_ignored=_names(table, "app_local_ignored"),
+        system32_copies=_names(table, "system32_copies"),
     )
     for part in (api_sets, known, table):
         part.done()
     return policy
+
+
+def _names(parent: Table, key: str) -> frozenset[str]:
+    """The `names` of an optional [key] table: lists the audit uses, not the resolver."""
+    table = parent.table(key, None)
+    if table is None:
+        return frozenset()
+    names = frozenset(dll_key(name) for name in table.strings("names"))
+    table.done()
+    return names
 
 
 def _group(table: Table) -> SystemGroup:

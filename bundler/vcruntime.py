@@ -31,6 +31,27 @@ VC_RUNTIME_DLLS = frozenset(
     }
 )
 
+# The debug builds of the same DLLs (Microsoft.VC14x.DebugCRT, in VS's debug_nonredist folder)
+# and the debug UCRT from the Windows SDK: "Debug versions of an application are not
+# redistributable" (Microsoft Learn, "Redistributing Visual C++ Files"); no user machine has them.
+DEBUG_CRT_DLLS = frozenset(
+    {
+        "msvcp140d.dll",
+        "msvcp140_1d.dll",
+        "msvcp140_2d.dll",
+        "msvcp140d_atomic_wait.dll",
+        "msvcp140d_codecvt_ids.dll",
+        "vcruntime140d.dll",
+        "vcruntime140_1d.dll",
+        "vcruntime140_threadsd.dll",
+        "concrt140d.dll",
+        "vcomp140d.dll",
+        "vcamp140d.dll",
+        "vccorlib140d.dll",
+        "ucrtbased.dll",
+    }
+)
+
 
 def apply_vc_runtime_policy(plan: Plan, mode: str) -> Plan:
     if mode == "installer":
@@ -68,16 +89,27 @@ def required_vc_runtime(plan: Plan) -> str | None:
     return ".".join(str(part) for part in _version(newest.linker_version)[:2]) if newest else None
 
 
-def _check_versions(plan: Plan) -> None:
+def outdated_runtimes(plan: Plan) -> list[tuple[PlanFile, PlanFile]]:
+    """Every shipped VC++ runtime DLL older (major.minor) than the newest MSVC linker among
+    its users, each with that newest user: build refuses them, audit reports them."""
     newest = newest_linker(plan)
     if newest is None:
-        return
+        return []
     needed = _version(newest.linker_version)[:2]
-    for runtime in plan.with_status(Status.BUNDLED):
-        if runtime.key in VC_RUNTIME_DLLS and _version(runtime.file_version)[:2] < needed:
-            raise VcRuntimeError(
-                f"{runtime.source}: VC++ runtime {runtime.file_version or 'without a version'} "
-                f"is older than {newest.name}'s MSVC linker {newest.linker_version}; ship a "
-                f"runtime >= {newest.linker_version} (the profile's msvc-runtime artifact, or "
-                "--search a newer VCToolsRedistDir), or use --vc-runtime installer."
-            )
+    return [
+        (runtime, newest)
+        for runtime in plan.with_status(Status.BUNDLED)
+        if runtime.key in VC_RUNTIME_DLLS and _version(runtime.file_version)[:2] < needed
+    ]
+
+
+def _check_versions(plan: Plan) -> None:
+    outdated = outdated_runtimes(plan)
+    if outdated:
+        runtime, newest = outdated[0]
+        raise VcRuntimeError(
+            f"{runtime.source}: VC++ runtime {runtime.file_version or 'without a version'} "
+            f"is older than {newest.name}'s MSVC linker {newest.linker_version}; ship a "
+            f"runtime >= {newest.linker_version} (the profile's msvc-runtime artifact, or "
+            "--search a newer VCToolsRedistDir), or use --vc-runtime installer."
+        )

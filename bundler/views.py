@@ -12,12 +12,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bundler.acquire import Acquired
+from bundler.audit import AuditReport
 from bundler.build import BuildResult
 from bundler.cache import CacheEntry
+from bundler.findings import SEVERITY_ORDER, Finding, Severity
 from bundler.lock import LOCK_NAME
+from bundler.msbuild import MsbuildResult
 from bundler.plan import EDGE_LABELS, Edge, EdgeKind, Plan, PlanFile, Status
 from bundler.profiles import Profile
 from bundler.render_iss import IssResult
+from bundler.render_postbuild import PLACEHOLDER, PostbuildResult
 
 TREE_STATUSES = (Status.APP, Status.BUNDLED, Status.DRIVER, Status.MISSING)
 
@@ -120,6 +124,60 @@ def why(plan: Plan, name: str) -> str:
     rules = {edge.detail for chain in chains for edge in chain if edge.kind == EdgeKind.RUNTIME}
     lines += [f"  runtime rule: {detail}" for detail in sorted(d for d in rules if d)]
     return "\n".join(lines)
+
+
+AUDIT_DETAIL_LINES = 5
+
+
+def audit_table(report: AuditReport) -> str:
+    """Findings grouped by severity, errors first, each with its code, message, the first
+    detail lines (--json has them all) and its fix; then the verdict."""
+    lines = _audit_heading(report)
+    for severity in SEVERITY_ORDER:
+        found = [item for item in report.findings if item.severity is severity]
+        if found:
+            lines += ["", f"{severity.value.upper()} ({len(found)})"]
+            for item in found:
+                lines += _finding_lines(item)
+    counts = ", ".join(_count(report.count(severity), severity) for severity in SEVERITY_ORDER)
+    lines += ["", f"{len(report.findings)} finding(s): {counts}"]
+    return "\n".join(lines)
+
+
+def _count(number: int, severity: Severity) -> str:
+    plural = "s" if number != 1 and severity is not Severity.INFO else ""
+    return f"{number} {severity.value}{plural}"
+
+
+def _audit_heading(report: AuditReport) -> list[str]:
+    plan = report.plan
+    bundled = plan.with_status(Status.BUNDLED)
+    size = human_size(sum(item.size or 0 for item in bundled))
+    lock = f"verified against {report.lock.name}" if report.lock else "not verified"
+    lines = [
+        f"Audit of {report.folder} for {plan.profile} ({plan.architecture}, "
+        f"Windows >= {plan.min_windows})",
+        f"  {report.files} PE files read; {len(bundled)} DLLs needed and present ({size}), "
+        f"{len(plan.missing)} missing; hashes {lock}",
+    ]
+    drivers = sorted(item.name for item in plan.with_status(Status.DRIVER))
+    if drivers:
+        lines.append(f"  required on the target, never shipped: {', '.join(drivers)}")
+    return lines
+
+
+def _finding_lines(item: Finding) -> list[str]:
+    indent = " " * 9
+    shown = item.details[:AUDIT_DETAIL_LINES]
+    lines = [f"  {item.code}  {item.message}"] + [indent + line for line in shown]
+    if len(item.details) > len(shown):
+        lines.append(f"{indent}... and {len(item.details) - len(shown)} more (--json lists all)")
+    lines.append(f"{indent}fix: {item.fix}")
+    return lines
+
+
+def audit_json(report: AuditReport) -> str:
+    return json.dumps(report.to_dict(), indent=2)
 
 
 def profile_table(profiles: list[Profile]) -> str:
@@ -225,12 +283,39 @@ def build_report(result: BuildResult) -> str:
         lines.append(f"  installed by vc_redist.x64.exe: {', '.join(i.name for i in redist)}")
     if result.iss is not None:
         lines += ["  " + line for line in iss_report(result.iss).splitlines()]
+    if result.postbuild is not None:
+        lines += ["  " + line for line in postbuild_report(result.postbuild).splitlines()]
     if result.archive is not None:
         archive = result.archive
         lines.append(
             f"  archive: {archive.path} ({archive.members} files, "
             f"{human_size(archive.archive_size)}, sha256 {archive.sha256})"
         )
+    return "\n".join(lines)
+
+
+def msbuild_report(result: MsbuildResult) -> str:
+    """What the folder holds, what this run did, and how a project uses it."""
+    files, c = result.lock.files, result.counters
+    dlls = sum(1 for item in files if item.kind == "bundled")
+    headers = sum(1 for item in files if item.kind == "sdk" and item.name.startswith("include/"))
+    libraries = [item.name for item in files if item.kind == "sdk" and item.name.startswith("lib/")]
+    props, targets = (path.name for path in result.files.paths)
+    lines = [
+        f"Laid out {result.out} for {result.plan.profile}: {dlls} DLLs in bin/, {headers} "
+        f"headers in include/, {', '.join(libraries)}",
+        f"  copied {c.copied} ({human_size(c.bytes_written)}), linked {c.linked}, "
+        f"unchanged {c.skipped}, removed {c.removed}; hashed {c.hashed} files",
+        f"  lock file: {result.out / LOCK_NAME}",
+        f"  MSBuild: {props}, {targets} ({len(result.files.changed)} written, "
+        f"{len(result.files.paths) - len(result.files.changed)} unchanged)",
+        f"  in a .vcxproj: import {props} near the top and {targets} near the end",
+        f"  or a post-build event: {result.postbuild.event.name} calls "
+        f"{result.postbuild.script.name} ({result.postbuild.dlls} DLLs)",
+    ]
+    drivers = result.lock.driver_requirements
+    if drivers:
+        lines.append(f"  required on the target, never shipped: {', '.join(drivers)} (GPU driver)")
     return "\n".join(lines)
 
 
@@ -243,6 +328,24 @@ def iss_report(result: IssResult) -> str:
             "[render] app_version in bundle.toml): the setup shows no version"
         )
     lines.append(f'  compile it with: iscc "{result.path}"')
+    return "\n".join(lines)
+
+
+def postbuild_report(result: PostbuildResult) -> str:
+    """Where the post-build step is, how to run it, and what the event still needs."""
+    lines = [
+        f"post-build step: {result.script} ({result.dlls} DLLs; {result.licenses} licence "
+        "files with /LICENSES)",
+        f'  run it as: "{result.script}" TARGET_DIR [/LICENSES]',
+        f"  MSBuild post-build event: {result.event}",
+    ]
+    if not result.project_relative:
+        lines += [
+            f"  note: replace {PLACEHOLDER} in the event with this folder's path relative to "
+            "your project,",
+            "    or give bundle the project's folder ([render] project_dir, or bundle render "
+            "postbuild --project-dir)",
+        ]
     return "\n".join(lines)
 
 
@@ -261,6 +364,7 @@ def build_json(result: BuildResult) -> str:
         "lock": json.loads(result.lock.to_json()),
         "iss": dataclasses.asdict(result.iss) if result.iss else None,
         "archive": dataclasses.asdict(result.archive) if result.archive else None,
+        "postbuild": dataclasses.asdict(result.postbuild) if result.postbuild else None,
         "plan": result.plan.to_dict(),
     }
     return json.dumps(data, indent=2, default=str)

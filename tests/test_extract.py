@@ -7,6 +7,7 @@ Archives are built here with zipfile / py7zr; unsafe ones by patching real archi
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import random
 import stat
@@ -606,3 +607,79 @@ def test_is_extracted_tells_whether_extract_would_reuse_the_tree(tmp_path: Path)
     extract(archive, digest, root)
     assert is_extracted(root, digest)
     assert not is_extracted(root, digest, ["NOTES.txt"])  # more licence names: extract again
+
+
+# --- the C/C++ SDK of a release zip (headers, import libraries) ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "wanted"),
+    [
+        (f"{ORT}/include/onnxruntime_c_api.h", True),
+        (f"{ORT}/include/core/providers/cuda/cuda_context.h", True),
+        ("Include\\Core\\resource.H", True),
+        (f"{ORT}/lib/onnxruntime.lib", True),
+        ("LIB\\onnxruntime_providers_cuda.LIB", True),
+        (f"{ORT}/lib/onnxruntime.pdb", False),
+        (f"{ORT}/lib/x64/cudart.lib", False),  # not directly in lib/
+        (f"{ORT}/onnxruntime.lib", False),
+        (f"{ORT}/src/onnxruntime_c_api.h", False),  # a header outside include/
+        (f"{ORT}/include/README.md", False),
+        (f"{ORT}/lib/onnxruntime.dll", False),  # a DLL, but not an SDK member
+    ],
+)
+def test_sdk_member_is_headers_under_include_and_libs_in_lib(name: str, wanted: bool) -> None:
+    assert extract_module.sdk_member(name) is wanted
+
+
+ORT_SDK = [
+    f"{ORT}/include/onnxruntime_c_api.h",
+    f"{ORT}/include/onnxruntime_cxx_api.h",
+    f"{ORT}/lib/onnxruntime.lib",
+]
+
+
+def test_sdk_extraction_adds_headers_and_import_libraries_not_pdbs(
+    tmp_path: Path, root: Path
+) -> None:
+    archive = write_zip(tmp_path / f"{ORT}.zip", ORT_MEMBERS, dirs=True)
+    sha = sha256_of(archive)
+
+    result = extract(archive, sha, root, sdk=True)
+
+    assert result.members == tuple(sorted([*ORT_WANTED, *ORT_SDK]))
+    assert files_under(result.root) == sorted([*ORT_WANTED, *ORT_SDK, MARKER])
+    assert (result.root / f"{ORT}/lib/onnxruntime.lib").read_bytes() == b"!<arch> import library"
+    assert is_extracted(root, sha, sdk=True) and is_extracted(root, sha)
+    assert extract(archive, sha, root).reused is True  # an SDK tree serves a plain request
+
+
+def test_a_tree_without_the_sdk_grows_when_the_sdk_is_asked_for(tmp_path: Path, root: Path) -> None:
+    sla = "docs/SLA.txt"
+    archive = write_zip(tmp_path / f"{ORT}.zip", {**ORT_MEMBERS, sla: b"SLA"})
+    sha = sha256_of(archive)
+
+    plain = extract(archive, sha, root, ["SLA.txt"])
+    assert not is_extracted(root, sha, sdk=True)
+    grown = extract(archive, sha, root, sdk=True)
+
+    assert plain.members == tuple(sorted([*ORT_WANTED, sla]))
+    assert (grown.reused, grown.members) == (False, tuple(sorted([*ORT_WANTED, *ORT_SDK, sla])))
+    assert extract(archive, sha, root, ["SLA.txt"], sdk=True).reused is True
+
+
+def test_a_marker_written_before_the_sdk_existed_stays_valid(tmp_path: Path, root: Path) -> None:
+    """Cache trees made by an older bundle have no "sdk" key: they hold no SDK members, serve
+    every plain request as before, and are extracted again only when the SDK is asked for."""
+    archive = write_zip(tmp_path / f"{ORT}.zip", ORT_MEMBERS)
+    sha = sha256_of(archive)
+    extract(archive, sha, root)
+    marker = root / sha / MARKER
+    document = json.loads(marker.read_text())
+    assert document.pop("sdk") is False
+    marker.write_text(json.dumps(document))
+
+    assert extract(archive, sha, root) == Extracted(root / sha, tuple(ORT_WANTED), reused=True)
+    assert not is_extracted(root, sha, sdk=True)
+    assert extract(archive, sha, root, sdk=True).members == tuple(sorted([*ORT_WANTED, *ORT_SDK]))
+    assert json.loads(marker.read_text())["sdk"] is True

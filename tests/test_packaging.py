@@ -59,3 +59,30 @@ def test_installed_wheel_runs_outside_the_checkout(wheel: Path, tmp_path: Path) 
     )
     assert listing.returncode == 0, listing.stderr
     assert "ort-1.19.2-gpu-cuda12" in listing.stdout
+
+
+def test_wheel_contains_the_msbuild_templates(wheel: Path, tmp_path: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for template in ("ort-bundle.props.j2", "ort-bundle.targets.j2"):
+        assert f"bundler/_data/templates/{template}" in names
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
+         str(target), str(wheel)],
+        check=True,
+    )  # fmt: skip
+    code = (
+        "from pathlib import Path; from bundler.lock import Lock; "
+        "from bundler.render_msbuild import write_msbuild_files; "
+        "print(len(write_msbuild_files(Lock('p', 'x64', 'app-local', ()), Path('out')).paths))"
+    )
+    rendered = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": str(target)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert rendered.returncode == 0, rendered.stderr
+    assert rendered.stdout.strip() == "2"
+    assert (tmp_path / "out" / "ort-bundle.props").read_bytes().startswith(b"\xef\xbb\xbf<?xml")

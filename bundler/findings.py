@@ -1,0 +1,233 @@
+"""The catalogue of audit findings: one stable code per kind of problem, as data.
+
+A code never changes meaning once released (CI suppressions and docs point at it); a new kind of
+problem gets a new code. Every view of an audit (the table, --json, and later JUnit and HTML)
+reads titles, severities and fixes from here, and the README's findings table is generated from
+`CATALOGUE` too, so the text a user reads is written once.
+
+Code ranges: BA0xx the folder could not be read, BA1xx a DLL will fail to load, BA2xx builds or
+versions that do not go together, BA3xx what should not ship (or ships for nothing), BA4xx the
+folder no longer matches its bundle.lock.json.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Severity(StrEnum):
+    """error: the app or a provider fails on the customer's machine; warning: wasted or risky,
+    fails the audit only with --strict; info: worth knowing, never fails it."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+SEVERITY_ORDER = (Severity.ERROR, Severity.WARNING, Severity.INFO)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One catalogue entry. `fix` is a template filled from a finding's `fields`."""
+
+    code: str
+    name: str  # a stable slug, e.g. "missing-dll", for people who prefer names to numbers
+    severity: Severity
+    title: str
+    fix: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem found in one folder: the check's code and severity, the files involved
+    (names relative to the folder, display spelling), a one-line message, a one-line fix, and
+    detail lines (e.g. every chain that needs a missing DLL)."""
+
+    code: str
+    severity: Severity
+    files: tuple[str, ...]
+    message: str
+    fix: str
+    details: tuple[str, ...] = ()
+
+    @property
+    def check(self) -> Check:
+        return CATALOGUE[self.code]
+
+
+_CHECKS = (
+    Check(
+        "BA001",
+        "unreadable-file",
+        Severity.ERROR,
+        "A DLL or EXE in the folder cannot be read (corrupt, truncated, not a PE file)",
+        "copy {file} again from its source (or rebuild the bundle)",
+    ),
+    Check(
+        "BA101",
+        "missing-dll",
+        Severity.ERROR,
+        "A DLL the loader needs at start-up is missing",
+        "put {file} next to the app (bundle build does; bundle deps --why {file} shows the chain)",
+    ),
+    Check(
+        "BA102",
+        "missing-runtime-dll",
+        Severity.ERROR,
+        "A DLL loaded later (LoadLibrary, delay import) is missing: no import table shows it",
+        "put {file} next to the app: it fails at the first operation that loads it",
+    ),
+    Check(
+        "BA103",
+        "provider-fails-126",
+        Severity.ERROR,
+        "An execution provider will fail with error 126 and ORT falls back to the CPU",
+        "put the missing DLLs next to {file} (bundle build with the provider's profile)",
+    ),
+    Check(
+        "BA104",
+        "providers-shared-missing",
+        Severity.ERROR,
+        "onnxruntime_providers_shared.dll is missing: no execution provider DLL can load",
+        "ship onnxruntime_providers_shared.dll from the same ORT release as onnxruntime.dll",
+    ),
+    Check(
+        "BA105",
+        "vc-runtime-part-missing",
+        Severity.ERROR,
+        "vcruntime140_1.dll or msvcp140_1.dll is missing (the often forgotten VC++ runtime parts)",
+        "ship {file} from the same VC++ runtime as vcruntime140.dll, or use --vc-runtime installer",
+    ),
+    Check(
+        "BA201",
+        "cuda-version-mismatch",
+        Severity.ERROR,
+        "A CUDA or cuDNN DLL of another version than the one the provider was built for",
+        "replace {file} with {wanted} (the profile's pinned CUDA/cuDNN artifacts)",
+    ),
+    Check(
+        "BA202",
+        "vc-runtime-too-old",
+        Severity.ERROR,
+        "The VC++ runtime is older than the newest MSVC linker among the binaries using it",
+        "ship a VC++ runtime >= {needed} (the profile's msvc-runtime artifact), or use "
+        "--vc-runtime installer",
+    ),
+    Check(
+        "BA203",
+        "cudnn-mixed-builds",
+        Severity.ERROR,
+        "cuDNN libraries from different builds (their file versions differ)",
+        "ship every cuDNN DLL from one cuDNN release (the profile's cudnn artifact)",
+    ),
+    Check(
+        "BA204",
+        "debug-crt",
+        Severity.ERROR,
+        "A binary imports the debug C/C++ runtime, which is not redistributable",
+        "rebuild {file} in Release (/MD, not /MDd)",
+    ),
+    Check(
+        "BA205",
+        "wrong-machine",
+        Severity.ERROR,
+        "A DLL or EXE is built for another machine type than the profile's",
+        "replace {file} with its {architecture} build",
+    ),
+    Check(
+        "BA301",
+        "driver-dll-shipped",
+        Severity.ERROR,
+        "A GPU driver DLL is shipped: it must come from the installed driver, never the app",
+        "remove {file} from the folder (the NVIDIA driver installs it in System32)",
+    ),
+    Check(
+        "BA302",
+        "os-component-shipped",
+        Severity.WARNING,
+        "An API-set, UCRT or KnownDLL copy is shipped: Windows never loads it from the app folder",
+        "remove {file} from the folder (Windows 10 and later provide it)",
+    ),
+    Check(
+        "BA303",
+        "unreferenced-dll",
+        Severity.WARNING,
+        "A DLL nothing references (not the app, the profile's roots or runtime rules)",
+        "remove {file}, or audit with the profile that uses it",
+    ),
+    Check(
+        "BA304",
+        "case-clash",
+        Severity.ERROR,
+        "Two files whose names differ only by case: on Windows one overwrites the other",
+        "keep one of {file}",
+    ),
+    Check(
+        "BA305",
+        "system32-shadowing",
+        Severity.INFO,
+        "A shipped DLL that some Windows builds also carry in System32 (another version)",
+        "load {file} from the app folder: import it from the exe beside it, or LoadLibraryExW "
+        "it by full path before anything else loads it; never rely on PATH",
+    ),
+    Check(
+        "BA401",
+        "hash-mismatch",
+        Severity.ERROR,
+        "A file's SHA-256 no longer matches bundle.lock.json",
+        "rebuild the bundle, or restore {file} from its pinned source",
+    ),
+    Check(
+        "BA402",
+        "file-removed",
+        Severity.ERROR,
+        "A file listed in bundle.lock.json is absent",
+        "restore {file} (bundle build puts it back)",
+    ),
+    Check(
+        "BA403",
+        "file-added",
+        Severity.WARNING,
+        "A DLL or EXE that bundle.lock.json does not list was added after the build",
+        "remove {file}, or rebuild so the lock file describes it",
+    ),
+)
+
+CATALOGUE: dict[str, Check] = {check.code: check for check in _CHECKS}
+
+
+def finding(
+    code: str,
+    files: tuple[str, ...],
+    message: str,
+    details: tuple[str, ...] = (),
+    **fields: str,
+) -> Finding:
+    """A finding of catalogue entry `code`; the fix template gets `file` (the files, joined,
+    unless given) and any other `fields`."""
+    check = CATALOGUE[code]
+    fix = check.fix.format_map({"file": ", ".join(files), **fields})
+    return Finding(code, check.severity, files, message, fix, details)
+
+
+def severity_rank(severity: Severity) -> int:
+    return SEVERITY_ORDER.index(severity)
+
+
+class _Placeholders(dict[str, str]):
+    def __missing__(self, key: str) -> str:
+        return key.upper()
+
+
+def catalogue_markdown() -> str:
+    """The README's findings table, generated from the catalogue (a test keeps them equal):
+    python -c "from bundler.findings import catalogue_markdown as t; print(t())" """
+    rows = ["| code | severity | name | finding | fix |", "|---|---|---|---|---|"]
+    for check in CATALOGUE.values():
+        fix = check.fix.format_map(_Placeholders())
+        rows.append(
+            f"| `{check.code}` | {check.severity.value} | `{check.name}` | {check.title} | {fix} |"
+        )
+    return "\n".join(rows)

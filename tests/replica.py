@@ -1,0 +1,168 @@
+"""A replica of ORT's release zip `onnxruntime-win-x64-gpu-1.19.2.zip`, in its exact layout.
+
+The layout is FIELD_NOTES §5 (vcpkg's portfile and ORT's packaging pipeline): one top folder,
+`lib/` with each DLL beside its `.lib` and `.pdb`, `include/` with ORT's headers (session
+headers, provider options, and for CUDA builds `core/providers/...`), and six files at the
+top. GitHub is unreachable from the test machines, so the real zip cannot be used: the DLLs
+are the real ones of the pinned wheel (the same release), streamed into the zip; the import
+libraries are real import libraries made by mingw's dlltool from a .def; headers, `.pdb`
+files and the top files are small stand-ins with the real names.
+
+Members are stored (ZIP_STORED): 650 MB of DLLs deflate slowly and nothing here tests
+compression. The archive is deterministic for the same DLLs (fixed member times and order).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import zipfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+TOP = "onnxruntime-win-x64-gpu-1.19.2"
+ZIP_NAME = f"{TOP}.zip"
+LIB_DLLS = (
+    "onnxruntime",
+    "onnxruntime_providers_shared",
+    "onnxruntime_providers_cuda",
+    "onnxruntime_providers_tensorrt",
+)
+# include/ of the GPU zip (FIELD_NOTES §5, from ORT's packaging script): the session headers
+# (include/onnxruntime/core/session/onnxruntime_*.h, with the training API headers that make
+# the 16 of FIELD_NOTES §1), the provider options, and the CUDA provider's context headers.
+HEADERS = (
+    "onnxruntime_c_api.h",
+    "onnxruntime_cxx_api.h",
+    "onnxruntime_cxx_inline.h",
+    "onnxruntime_float16.h",
+    "onnxruntime_lite_custom_op.h",
+    "onnxruntime_run_options_config_keys.h",
+    "onnxruntime_session_options_config_keys.h",
+    "onnxruntime_training_c_api.h",
+    "onnxruntime_training_cxx_api.h",
+    "onnxruntime_training_cxx_inline.h",
+    "cpu_provider_factory.h",
+    "provider_options.h",
+    "core/providers/resource.h",
+    "core/providers/custom_op_context.h",
+    "core/providers/cuda/cuda_context.h",
+    "core/providers/cuda/cuda_resource.h",
+)
+TOP_FILES = {
+    "LICENSE": b"MIT License\r\n\r\nCopyright (c) Microsoft Corporation (replica stand-in)\r\n",
+    "ThirdPartyNotices.txt": b"THIRD PARTY SOFTWARE NOTICES (replica stand-in)\r\n",
+    "Privacy.md": b"# Privacy (replica stand-in)\r\n",
+    "README.md": b"# ONNX Runtime (replica stand-in)\r\n",
+    "VERSION_NUMBER": b"1.19.2\r\n",
+    "GIT_COMMIT_ID": b"0000000000000000000000000000000000000000 (replica stand-in)\r\n",
+}
+# What each import library exports: onnxruntime.lib as examples/hello/onnxruntime.def (the one
+# entry point of the C API); the providers' single entry point ORT looks up by name.
+EXPORTS = {"onnxruntime": ("OrtGetApiBase",)}
+PROVIDER_EXPORTS = ("GetProvider",)
+PDB_STANDIN = b"Microsoft C/C++ MSF 7.00\r\n\x1aDS\x00\x00\x00 (replica stand-in)"
+_FIXED_TIME = (2024, 9, 4, 12, 0, 0)  # member time stamps: the same DLLs give the same zip
+
+
+@dataclass(frozen=True)
+class Replica:
+    path: Path
+    sha256: str
+    sha512: str
+    size: int
+    import_libraries: Mapping[str, bytes]  # file name -> the bytes dlltool made
+
+
+def header_text(name: str) -> bytes:
+    guard = name.upper().replace("/", "_").replace(".", "_")
+    return f"// {name}: replica stand-in\r\n#pragma once\r\n#define {guard} 1\r\n".encode()
+
+
+def import_library(dll_stem: str, exports: Sequence[str], work: Path) -> bytes:
+    """A real x64 import library for `<dll_stem>.dll`, made from a .def by mingw's dlltool."""
+    definition = work / f"{dll_stem}.def"
+    lines = [f"LIBRARY {dll_stem}.dll", "EXPORTS", *(f"    {name}" for name in exports)]
+    definition.write_text("\n".join(lines) + "\n")
+    output = work / f"{dll_stem}.lib"
+    subprocess.run(
+        ["x86_64-w64-mingw32-dlltool", "--deterministic-libraries", "--input-def",
+         str(definition), "--dllname", f"{dll_stem}.dll", "--output-lib", str(output)],
+        check=True,
+    )  # fmt: skip
+    return output.read_bytes()
+
+
+def write_release_zip(
+    path: Path,
+    top: str,
+    dlls: Mapping[str, Path],
+    libraries: Mapping[str, bytes],
+    headers: Sequence[str] = HEADERS,
+    top_files: Mapping[str, bytes] = TOP_FILES,
+) -> Path:
+    """A zip in the release layout: `top/lib/<stem>.{dll,lib,pdb}` for every DLL (a .lib only
+    where `libraries` has one), `top/include/<header>`, and `top/<file>` for the top files."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive:
+        for stem, dll in dlls.items():
+            _stream(archive, f"{top}/lib/{stem}.dll", dll)
+            if f"{stem}.lib" in libraries:
+                _bytes(archive, f"{top}/lib/{stem}.lib", libraries[f"{stem}.lib"])
+            _bytes(archive, f"{top}/lib/{stem}.pdb", PDB_STANDIN)
+        for header in headers:
+            _bytes(archive, f"{top}/include/{header}", header_text(header))
+        for name, data in top_files.items():
+            _bytes(archive, f"{top}/{name}", data)
+    return path
+
+
+def build_replica(wheel_dlls: Path, folder: Path) -> Replica:
+    """The GPU release zip from the DLL folder of the pinned onnxruntime-gpu wheel."""
+    work = folder / "defs"
+    work.mkdir(parents=True, exist_ok=True)
+    libraries = {
+        f"{stem}.lib": import_library(stem, EXPORTS.get(stem, PROVIDER_EXPORTS), work)
+        for stem in LIB_DLLS
+    }
+    dlls = {stem: wheel_dlls / f"{stem}.dll" for stem in LIB_DLLS}
+    path = write_release_zip(
+        folder / ZIP_NAME, TOP, dlls, libraries, top_files=_top_files(wheel_dlls)
+    )
+    sha256, sha512 = hashlib.sha256(), hashlib.sha512()
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 20):
+            sha256.update(block)
+            sha512.update(block)
+    return Replica(path, sha256.hexdigest(), sha512.hexdigest(), path.stat().st_size, libraries)
+
+
+def _top_files(wheel_dlls: Path) -> dict[str, bytes]:
+    """The stand-ins, with the real LICENSE and ThirdPartyNotices.txt where the wheel has them
+    (onnxruntime/ beside capi/): the same texts the release zip carries."""
+    files = dict(TOP_FILES)
+    for name in ("LICENSE", "ThirdPartyNotices.txt"):
+        real = wheel_dlls.parent / name
+        if real.is_file():
+            files[name] = real.read_bytes()
+    return files
+
+
+def _info(name: str) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name, _FIXED_TIME)
+    info.compress_type = zipfile.ZIP_STORED
+    info.external_attr = 0o644 << 16
+    return info
+
+
+def _bytes(archive: zipfile.ZipFile, name: str, data: bytes) -> None:
+    archive.writestr(_info(name), data)
+
+
+def _stream(archive: zipfile.ZipFile, name: str, source: Path) -> None:
+    """Copy a large file into the zip in blocks, never holding it in memory."""
+    info = _info(name)
+    info.file_size = source.stat().st_size
+    with source.open("rb") as reader, archive.open(info, "w") as writer:
+        shutil.copyfileobj(reader, writer, 1 << 20)
