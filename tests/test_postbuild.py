@@ -573,3 +573,32 @@ def test_bundle_toml_project_dir_makes_the_event_ready(cpu_cache: Path, tmp_path
     assert result.returncode == 0, result.stderr
     command = event_command(tmp_path / "dist" / EVENT_NAME)
     assert command == 'call "$(ProjectDir)..\\dist\\postbuild.cmd" "$(OutDir)"'
+
+
+@pytest.fixture
+def read_only_folder(tmp_path: Path) -> Iterator[Path]:
+    """An empty folder on a read-only tmpfs: unwritable even for root, which CI runs as (a
+    chmod 0o555 folder stops nobody there, and Wine's xcopy ignores it)."""
+    folder = tmp_path / "read only (x64)"
+    folder.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(folder)],
+        capture_output=True,
+        text=True,
+    )
+    require(mounted.returncode == 0, f"cannot mount a read-only tmpfs: {mounted.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+@pytest.mark.realdata
+def test_a_read_only_target_folder_fails_with_a_message(
+    cmd: Cmd, cpu_bundle: Path, read_only_folder: Path
+) -> None:
+    run = cmd.run(cpu_bundle / POSTBUILD_NAME, target_arg(read_only_folder))
+    assert run.returncode != 0, run.stdout + run.stderr
+    first = sorted(bundled(cpu_bundle, "bundled"))[0]
+    assert f'postbuild: error: cannot copy "{first}"' in run.stderr
+    assert not any(read_only_folder.iterdir())
