@@ -105,6 +105,13 @@ RequireGpuOption = Annotated[
         help="Installer: a silent install fails without a good enough NVIDIA driver.",
     ),
 ]
+LockOption = Annotated[
+    Path | None,
+    typer.Option("--lock", help="The bundle's lock file (default: from bundle.toml, or ./)."),
+]
+RenderConfigOption = Annotated[
+    Path | None, typer.Option("--config", help="bundle.toml holding the render table.")
+]
 SourceOption = Annotated[
     str, typer.Option("--source", help="auto (url, then pip, then dir), url, pip or dir.")
 ]
@@ -372,17 +379,12 @@ def _installer(
 
 @render_app.command("iss")
 def render_iss(
-    lock: Annotated[
-        Path | None,
-        typer.Option("--lock", help="The bundle's lock file (default: from bundle.toml, or ./)."),
-    ] = None,
+    lock: LockOption = None,
     out: Annotated[
         Path | None,
         typer.Option("--out", help="Where to write the script (default: beside the lock file)."),
     ] = None,
-    config: Annotated[
-        Path | None, typer.Option("--config", help="bundle.toml with [render] settings.")
-    ] = None,
+    config: RenderConfigOption = None,
     app_name: AppNameOption = None,
     app_version: AppVersionOption = None,
     publisher: PublisherOption = None,
@@ -409,17 +411,12 @@ def render_iss(
 
 @render_app.command("postbuild")
 def render_postbuild(
-    lock: Annotated[
-        Path | None,
-        typer.Option("--lock", help="The bundle's lock file (default: from bundle.toml, or ./)."),
-    ] = None,
+    lock: LockOption = None,
     out: Annotated[
         Path | None,
         typer.Option("--out", help="The folder for both files (default: the lock file's)."),
     ] = None,
-    config: Annotated[
-        Path | None, typer.Option("--config", help="bundle.toml with [render] settings.")
-    ] = None,
+    config: RenderConfigOption = None,
     project_dir: Annotated[
         Path | None,
         typer.Option(
