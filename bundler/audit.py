@@ -221,7 +221,7 @@ def resolve_folder(
         for name, info in files.pe.items()
         if name.lower().endswith(".exe")
         and name not in installers
-        and info.machine == profile.architecture
+        and info.runs_as(profile.architecture)  # a .NET AnyCPU exe runs as x64
     ]
     plan = resolve(apps, profile, policy, [files.path], reader=files.read)
     mode = lock.vc_runtime if lock else profile.vc_runtime
@@ -427,7 +427,7 @@ def debug_crt(audited: Audited) -> Iterator[Finding]:
 def wrong_machine(audited: Audited) -> Iterator[Finding]:
     wanted = audited.profile.architecture
     for name, info in audited.folder.pe.items():
-        if info.machine == wanted:
+        if info.runs_as(wanted):
             continue
         skipped = "; the loader skips it, so it is missing" if _is_missing(audited, name) else ""
         message = f"{name} is built for {info.machine}, the profile targets {wanted}{skipped}"
@@ -462,7 +462,9 @@ def unreferenced_dll(audited: Audited) -> Iterator[Finding]:
             continue
         if audited.profile.is_driver(name) or audited.policy.ignores_app_local(name):
             continue
-        if info.machine != audited.profile.architecture:
+        if not info.runs_as(audited.profile.architecture):
+            continue
+        if info.managed:  # a .NET assembly: the CLR loads it by its metadata, not an import
             continue
         message = (
             f"{name} ({info.size:,} bytes) is not needed by the app, the profile's roots or "

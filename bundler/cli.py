@@ -19,18 +19,21 @@ import typer
 from bundler import __version__, views
 from bundler.acquire import AcquireOptions, acquire_profile, dll_search_path, export_archives
 from bundler.appconfig import CONFIG_NAME, AppConfig, find_config, load_config
+from bundler.audit import AuditReport
 from bundler.audit import audit as run_audit
 from bundler.build import BuildOptions
 from bundler.build import build as run_build
 from bundler.cache import Cache, default_cache_dir
 from bundler.download import DownloadPolicy
 from bundler.errors import BundleError, ConfigError, ExitCode
+from bundler.explain import explain
 from bundler.lock import LOCK_NAME, Lock, read_lock
 from bundler.msbuild import DEFAULT_OUT, MsbuildOptions, lay_out
 from bundler.plan import Plan
 from bundler.profiles import DEFAULT_PROFILE, available_profiles, load_profile
 from bundler.progress import progress_for
 from bundler.render_iss import ISS_NAME, IssSettings, write_iss
+from bundler.render_junit import write_junit
 from bundler.render_postbuild import PostbuildSettings, write_postbuild
 from bundler.resolve import read_inputs, resolve
 from bundler.system import load_system_policy
@@ -204,13 +207,41 @@ def audit(
     strict: Annotated[
         bool, typer.Option("--strict", help="Warnings fail the audit too (exit 18).")
     ] = False,
+    junit: Annotated[
+        Path | None,
+        typer.Option("--junit", help="Also write a JUnit XML report (one case per finding code)."),
+    ] = None,
+    explain_dll: Annotated[
+        str | None,
+        typer.Option("--explain", metavar="DLL", help="Why DLL would fail to load (error 126)."),
+    ] = None,
 ) -> None:
     """Check a shipped folder as the target machine will see it; exit 17 on errors."""
     report = run_audit(path, profile)
+    if junit is not None:
+        write_junit(report, junit, strict)
+    if explain_dll is not None:
+        _print_explanation(report, explain_dll, as_json)
+        return
     typer.echo(views.audit_json(report) if as_json else views.audit_table(report))
     code = report.exit_code(strict)
     if code:
         raise typer.Exit(code)
+
+
+def _print_explanation(report: AuditReport, dll: str, as_json: bool) -> None:
+    """0 when DLL's whole closure is in the folder, the audit-error code when not."""
+    explanation = explain(report.plan, report.profile, dll)
+    if explanation is None:
+        raise typer.BadParameter(
+            f"{dll} is neither in {report.folder} nor needed by what is there "
+            f"({report.profile.name}).",
+            param_hint="--explain",
+        )
+    shown = views.explain_json if as_json else views.explain_text
+    typer.echo(shown(explanation, report.folder))
+    if not explanation.loads:
+        raise typer.Exit(ExitCode.AUDIT_ERRORS)
 
 
 @app.command()

@@ -17,6 +17,11 @@ from bundler.errors import InputFileError
 
 MACHINES: dict[int, str] = {0x014C: "x86", 0x8664: "x64", 0xAA64: "arm64"}
 IMAGE_FILE_DLL = 0x2000
+# IMAGE_COR20_HEADER.Flags (ECMA-335 II.25.3.3.1; corhdr.h). "Prefer 32-bit" sets both
+# 32BITREQUIRED and 32BITPREFERRED, so 32BITREQUIRED alone decides that the exe runs as x86.
+COMIMAGE_FLAGS_ILONLY = 0x1
+COMIMAGE_FLAGS_32BITREQUIRED = 0x2
+_COR20_FLAGS_OFFSET = 16  # cb, runtime version (2 x u16), MetaData directory (2 x u32), Flags
 
 _DIR = pefile.DIRECTORY_ENTRY
 _PARSED_DIRECTORIES = [
@@ -41,10 +46,32 @@ class PEInfo:
     managed: bool
     signed: bool
     product_name: str | None = None  # VS_VERSIONINFO's ProductName string, if any
+    clr_flags: int | None = None  # the CLR header's Flags, for a managed (.NET) image
 
     @property
     def name(self) -> str:
         return self.path.name
+
+    @property
+    def any_cpu(self) -> bool:
+        """An IL-only x86 image without 32BITREQUIRED: the CLR runs it as a native process of
+        the machine it starts on (x64 on 64-bit Windows), whatever its PE header says."""
+        flags = self.clr_flags or 0
+        return (
+            self.machine == "x86"
+            and bool(flags & COMIMAGE_FLAGS_ILONLY)
+            and not flags & COMIMAGE_FLAGS_32BITREQUIRED
+        )
+
+    @property
+    def requires_32bit(self) -> bool:
+        """A managed image marked 32BITREQUIRED (/platform:x86 or "Prefer 32-bit")."""
+        return bool((self.clr_flags or 0) & COMIMAGE_FLAGS_32BITREQUIRED)
+
+    def runs_as(self, architecture: str) -> bool:
+        """Whether a process started from this image on a Windows of `architecture` is of that
+        architecture (and so can load that architecture's DLLs)."""
+        return self.machine == architecture or (self.any_cpu and architecture == "x64")
 
     @property
     def kind(self) -> str:
@@ -97,6 +124,7 @@ def _check_not_truncated(path: Path, image: pefile.PE, size: int) -> None:
 def _info(path: Path, size: int, image: pefile.PE) -> PEInfo:
     header = image.FILE_HEADER
     optional = image.OPTIONAL_HEADER
+    managed = _has_directory(image, "IMAGE_DIRECTORY_ENTRY_COM_DESCRIPTOR")
     return PEInfo(
         path=path,
         size=size,
@@ -106,10 +134,20 @@ def _info(path: Path, size: int, image: pefile.PE) -> PEInfo:
         delay_imports=_dll_names(getattr(image, "DIRECTORY_ENTRY_DELAY_IMPORT", [])),
         linker_version=(optional.MajorLinkerVersion, optional.MinorLinkerVersion),
         file_version=_file_version(image),
-        managed=_has_directory(image, "IMAGE_DIRECTORY_ENTRY_COM_DESCRIPTOR"),
+        managed=managed,
         signed=_has_directory(image, "IMAGE_DIRECTORY_ENTRY_SECURITY"),
         product_name=_version_string(image, b"ProductName"),
+        clr_flags=_clr_flags(image) if managed else None,
     )
+
+
+def _clr_flags(image: pefile.PE) -> int:
+    """The Flags of the CLR header, read directly: pefile's own .NET parse walks the metadata."""
+    rva = image.OPTIONAL_HEADER.DATA_DIRECTORY[_DIR["IMAGE_DIRECTORY_ENTRY_COM_DESCRIPTOR"]]
+    flags = image.get_dword_at_rva(rva.VirtualAddress + _COR20_FLAGS_OFFSET)
+    if flags is None:
+        raise pefile.PEFormatError("the CLR header lies outside the file")
+    return int(flags)
 
 
 def _dll_names(entries: list[pefile.ImportDescData]) -> tuple[str, ...]:

@@ -56,6 +56,7 @@ class PlanFile:
     product_name: str | None = None  # the version resource's ProductName (the app's, for setup)
     linker_version: str | None = None
     signed: bool | None = None
+    managed: bool | None = None  # a .NET image (CLR header): it loads the CLR via mscoree.dll
     sha256: str | None = None  # filled when a stage hashes the file (build), not by deps
     note: str | None = None  # e.g. why a missing file could not be used
     artifact: str | None = None  # the profile artifact that provided the file

@@ -9,6 +9,7 @@ input (no time stamps, no machine paths).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Callable
@@ -134,7 +135,8 @@ def write_text(path: Path, text: str, *, bom: bool = False, newline: str = "\n")
         temp.write_bytes(data)
         os.replace(temp, path)
     except OSError as exc:
-        temp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # e.g. the parent is a file: no temp file either
+            temp.unlink(missing_ok=True)
         raise OutputError(
             f"{path}: cannot write: {exc.strerror}; choose a writable place for it."
         ) from None

@@ -218,9 +218,17 @@ def read_inputs(
 
 
 def check_app_machine(app: PEInfo, profile: Profile) -> None:
-    """An input built for another machine can never load the profile's DLLs: refuse it."""
+    """An input built for another machine can never load the profile's DLLs: refuse it. A .NET
+    AnyCPU exe (IL-only, PE32, machine x86) runs as x64 on 64-bit Windows and is accepted; one
+    marked 32BITREQUIRED runs as x86 and is refused."""
     wanted = profile.architecture
-    if app.machine != wanted:
+    if app.managed and app.requires_32bit and wanted != "x86":
+        raise MachineMismatchError(
+            f"{app.path}: a .NET exe that must run as 32-bit (CLR header 32BITREQUIRED, from "
+            f"/platform:x86 or 'Prefer 32-bit'), but profile '{profile.name}' targets {wanted}; "
+            f"build it with /platform:{wanted} or AnyCPU without 'Prefer 32-bit'."
+        )
+    if not app.runs_as(wanted):
         raise MachineMismatchError(
             f"{app.path}: built for {app.machine}, but profile '{profile.name}' targets "
             f"{wanted}; build the app for {wanted} or choose a profile for {app.machine}."
@@ -239,6 +247,7 @@ def _plan_file(info: PEInfo, status: Status) -> PlanFile:
         linker_version=format_version(info.linker_version),
         signed=info.signed,
         product_name=info.product_name,
+        managed=info.managed or None,
     )
 
 

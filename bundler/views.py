@@ -15,6 +15,7 @@ from bundler.acquire import Acquired
 from bundler.audit import AuditReport
 from bundler.build import BuildResult
 from bundler.cache import CacheEntry
+from bundler.explain import Explanation
 from bundler.findings import SEVERITY_ORDER, Finding, Severity
 from bundler.lock import LOCK_NAME
 from bundler.msbuild import MsbuildResult
@@ -41,6 +42,8 @@ def _label(item: PlanFile, edge: Edge | None) -> str:
     parts = [item.name, item.status.value]
     if item.status in (Status.APP, Status.BUNDLED):
         parts += [human_size(item.size), item.file_version or "no version"]
+    if item.managed:
+        parts.append("managed (.NET)")
     if edge is not None:
         parts.append(f"({EDGE_LABELS[edge.kind]})")
     if item.note:
@@ -178,6 +181,54 @@ def _finding_lines(item: Finding) -> list[str]:
 
 def audit_json(report: AuditReport) -> str:
     return json.dumps(report.to_dict(), indent=2)
+
+
+def explain_json(explanation: Explanation, folder: Path) -> str:
+    return json.dumps({"folder": str(folder), **explanation.to_dict()}, indent=2)
+
+
+def explain_text(explanation: Explanation, folder: Path) -> str:
+    """The error-126 explainer: the verdict, the chain to the first missing link, who supplies
+    it, and what the target itself must provide."""
+    dll, missing = explanation.dll, explanation.missing
+    if missing is None:
+        lines = [f"{dll} would load from {folder}: its whole closure is there"]
+    elif explanation.at_start:
+        lines = [f"{dll} would fail to load from {folder} (error 126): {missing} is missing"]
+    else:
+        lines = [
+            f"{dll} would load from {folder}, but the first operation that loads {missing} "
+            "fails: it is missing (loaded at run time, no import table shows it)"
+        ]
+    if missing is not None:
+        lines += _explain_missing(explanation, missing)
+    if explanation.driver:
+        lines.append(f"  the GPU driver must provide: {', '.join(explanation.driver)}")
+    if explanation.system:
+        lines.append(f"  Windows provides: {', '.join(explanation.system)}")
+    return "\n".join(lines)
+
+
+def _explain_missing(explanation: Explanation, missing: str) -> list[str]:
+    lines = [f"  chain: {explanation.chain}"]
+    if explanation.note:
+        lines.append(f"  a file of that name is there but unusable: {explanation.note}")
+    supplier = explanation.supplier
+    if supplier is None:
+        lines.append(f"  supplied by: no artifact of {explanation.profile} provides {missing}")
+    else:
+        lines.append(
+            f"  supplied by: artifact {supplier.artifact} {supplier.version} of "
+            f"{explanation.profile}, pinned sources:"
+        )
+        lines += [f"    {source}" for source in supplier.sources]
+    if explanation.also_missing:
+        lines.append(f"  also missing in its closure: {', '.join(explanation.also_missing)}")
+    lines.append(
+        f"  fix: put {missing} next to {explanation.dll} "
+        f"(bundle build --profile {explanation.profile} does)"
+    )
+    return lines
 
 
 def profile_table(profiles: list[Profile]) -> str:
