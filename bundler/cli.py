@@ -317,13 +317,9 @@ def build(
         Path | None, typer.Option("--config", help="bundle.toml to read (default: beside EXE).")
     ] = None,
     cache_dir: CacheDirOption = None,
-    mirror: Annotated[
-        list[str] | None, typer.Option("--mirror", help="Archive folder or URL (repeatable).")
-    ] = None,
-    offline: Annotated[bool, typer.Option("--offline", help="No network.")] = False,
-    allow_http: Annotated[
-        bool, typer.Option("--allow-http", help="Allow http:// mirrors.")
-    ] = False,
+    mirror: MirrorOption = None,
+    offline: OfflineOption = False,
+    allow_http: AllowHttpOption = False,
     iss: Annotated[
         Path | None,
         typer.Option("--iss", help="Write the Inno Setup script here (default: OUT/setup.iss)."),
