@@ -88,6 +88,19 @@ def pascal_string(value: object) -> str:
     return "'" + _plain(value, "Inno Setup [Code] string").replace("'", "''") + "'"
 
 
+def relative_folder(folder: Path, start: Path) -> str:
+    """`folder` relative to `start` ("." for the same folder), for a generated file that must
+    keep working when both are moved together. Windows cannot express a path to another
+    drive relatively, so that is refused with the two folders named."""
+    try:
+        return os.path.relpath(folder.resolve(), start.resolve())
+    except ValueError:
+        raise ConfigError(
+            f"{folder} and {start} are on different drives: the generated file needs a "
+            "relative path between them; put it on the bundle's drive."
+        ) from None
+
+
 def windows_path(value: object) -> str:
     """A bundle-relative posix path as Windows writes it."""
     return str(value).replace("/", "\\")

@@ -10,7 +10,6 @@ lock and settings give the same bytes (UTF-8 with BOM, CRLF, as Inno Setup's own
 
 from __future__ import annotations
 
-import os
 import re
 import uuid
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from bundler.render import (
     ISPP_INLINE_END,
     ISPP_INLINE_START,
     inno_directive,
+    relative_folder,
     render,
     write_text,
 )
@@ -92,7 +92,7 @@ def write_iss(lock: Lock, bundle_dir: Path, script: Path, settings: IssSettings)
             f"{bundle_dir / LOCK_NAME}: the lock file does not name the app (written by an "
             "older bundle); run bundle build again, then render."
         )
-    prefix = os.path.relpath(bundle_dir.resolve(), script.parent.resolve())
+    prefix = relative_folder(bundle_dir, script.parent)
     values = iss_values(lock, settings, _payload_bytes(lock, bundle_dir), prefix)
     write_text(script, render(TEMPLATE, **values), bom=True, newline="\r\n")
     return IssResult(script, values["app_version"], values["disk_spanning"], len(values["files"]))

@@ -15,15 +15,13 @@ code page 65001 first (see the template). Values are escaped by render.py's name
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from bundler import __version__
-from bundler.errors import ConfigError
 from bundler.lock import LOCK_NAME, Lock
-from bundler.render import inno_source, render, windows_path, write_text
+from bundler.render import inno_source, relative_folder, render, windows_path, write_text
 
 POSTBUILD_NAME = "postbuild.cmd"
 EVENT_NAME = "postbuild.event.xml"
@@ -110,11 +108,5 @@ def _file(name: str) -> dict[str, str]:
 
 def _folder_prefix(folder: Path, start: Path) -> str:
     """`folder` relative to `start`, as a Windows path prefix: "" for the same folder."""
-    try:
-        relative = os.path.relpath(folder.resolve(), start.resolve())
-    except ValueError:  # Windows: another drive; a relative path cannot reach it
-        raise ConfigError(
-            f"{folder} and {start} are on different drives: the post-build step needs a "
-            "relative path between them."
-        ) from None
+    relative = relative_folder(folder, start)
     return "" if relative == "." else windows_path(relative) + "\\"
