@@ -13,18 +13,22 @@ nothing.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bundler import __version__
 from bundler.cache import file_sha256
-from bundler.errors import ExitCode, InputFileError
-from bundler.findings import Finding, Severity, finding, severity_rank
+from bundler.errors import ArchiveError, ConfigError, ExitCode, InputFileError
+from bundler.extract import unpack_all
+from bundler.findings import CATALOGUE, Finding, Severity, finding, severity_rank
 from bundler.lock import LOCK_NAME, Lock, read_lock
 from bundler.pe import PEInfo, format_version, is_pe_candidate, read_pe
 from bundler.plan import EDGE_LABELS, Edge, EdgeKind, Plan, Status
@@ -46,6 +50,9 @@ _VERSIONED_NAME = re.compile(
     r"(?P<family>[a-z][a-z-]*?)(?:_[a-z_]+)?64_(?P<version>\d+)(?:_\d+)?\.dll"
 )
 CUDNN = "cudnn"
+
+if TYPE_CHECKING:
+    from bundler.loadproof import LoadProof
 
 
 @dataclass(frozen=True)
@@ -122,6 +129,9 @@ class AuditReport:
     plan: Plan
     files: int  # PE files read in the folder
     findings: tuple[Finding, ...]
+    suppressed: tuple[Finding, ...] = ()  # matched an --ignore rule: shown, never counted
+    load_proof: LoadProof | None = None  # what the real loader said (--run)
+    archive: Path | None = None  # the .zip/.7z PATH was; `folder` is then its unpacked copy
     tool_version: str = __version__
 
     def count(self, severity: Severity) -> int:
@@ -140,6 +150,7 @@ class AuditReport:
             "schema_version": SCHEMA_VERSION,
             "tool_version": self.tool_version,
             "folder": str(self.folder),
+            "archive": str(self.archive) if self.archive else None,
             "lock": str(self.lock) if self.lock else None,
             "profile": self.profile.name,
             "summary": {
@@ -147,6 +158,8 @@ class AuditReport:
                 "files": self.files,
             },
             "findings": [_finding_dict(item) for item in self.findings],
+            "suppressed": [_finding_dict(item) for item in self.suppressed],
+            "load_proof": self.load_proof.to_dict() if self.load_proof else None,
             "plan": plan_summary(self.plan),
         }
 
@@ -182,9 +195,12 @@ def plan_summary(plan: Plan) -> dict[str, Any]:
 # --- running an audit --------------------------------------------------------------------------
 
 
-def audit(path: Path, profile_name: str | None = None) -> AuditReport:
+def audit(
+    path: Path, profile_name: str | None = None, ignore: Sequence[Suppression] = ()
+) -> AuditReport:
     """Audit PATH, a bundle folder or its bundle.lock.json. The profile is `profile_name`,
-    else the one the lock file records, else the default profile."""
+    else the one the lock file records, else the default profile. Findings matching an
+    `ignore` rule are moved to `suppressed`. An archive is unpacked first: see unpacked()."""
     folder, lock_path = locate(path)
     lock = read_lock(lock_path or folder / LOCK_NAME)
     profile = load_profile(profile_name or (lock.profile if lock else DEFAULT_PROFILE))
@@ -192,21 +208,109 @@ def audit(path: Path, profile_name: str | None = None) -> AuditReport:
     files = scan_folder(folder)
     plan = resolve_folder(files, profile, policy, lock)
     audited = Audited(files, profile, policy, plan, lock, verify=lock_path is not None)
-    return AuditReport(folder, lock_path, profile, plan, len(files.pe), run_checks(audited))
+    kept, suppressed = suppress(run_checks(audited), ignore)
+    return AuditReport(folder, lock_path, profile, plan, len(files.pe), kept, suppressed)
+
+
+def is_archive(path: Path) -> bool:
+    return path.suffix.lower() in ARCHIVE_SUFFIXES
+
+
+@contextmanager
+def unpacked(archive: Path) -> Iterator[tuple[Path, str]]:
+    """The audit target inside a .zip/.7z as shipped, and the folder's path inside the archive
+    ("" for its top level). Every member is unpacked (with the cache's safety checks) into a
+    scratch folder removed afterwards. The bundle folder is the archive's one top-level folder
+    (what `bundle build --archive` writes), else its top level; its bundle.lock.json, when
+    there is one, is the target, so the hashes get checked."""
+    if not archive.is_file():
+        what = "does not exist" if not archive.exists() else "is not a file"
+        raise InputFileError(f"{archive}: {what}; give a .zip or .7z of a bundle folder.")
+    with tempfile.TemporaryDirectory(prefix="bundle-audit-") as scratch:
+        tree = Path(scratch)
+        try:
+            unpack_all(archive, tree)
+        except ArchiveError as exc:
+            reason = exc.message.split("; ")[0]
+            raise ArchiveError(
+                f"{reason}; it cannot be audited. Rebuild it (bundle build --archive)."
+            ) from None
+        folder = shipped_folder(tree)
+        lock = folder / LOCK_NAME
+        yield (lock if lock.is_file() else folder), folder.relative_to(tree).as_posix()
+
+
+def shipped_folder(tree: Path) -> Path:
+    entries = list(tree.iterdir())
+    if len(entries) == 1 and entries[0].is_dir():
+        return entries[0]
+    return tree
+
+
+def as_archived(report: AuditReport, archive: Path, inner: str) -> AuditReport:
+    """The report of an unpacked archive, naming places inside the archive instead of the
+    scratch folder that is gone once the audit ends."""
+    folder = archive / inner if inner not in ("", ".") else archive
+    lock = folder / LOCK_NAME if report.lock else None
+    return replace(report, folder=folder, lock=lock, archive=archive)
 
 
 def locate(path: Path) -> tuple[Path, Path | None]:
     """(the folder, the lock file to verify against, if PATH is one)."""
-    if path.suffix.lower() in ARCHIVE_SUFFIXES:
-        raise InputFileError(
-            f"{path}: auditing an archive is not supported yet; extract it and audit the folder."
-        )
     if path.is_dir():
         return path, None
     if path.is_file() and path.suffix.lower() == ".json":
         return path.parent, path
     what = "does not exist" if not path.exists() else "is neither a folder nor a lock file"
-    raise InputFileError(f"{path}: {what}; give a bundle folder or its {LOCK_NAME}.")
+    raise InputFileError(
+        f"{path}: {what}; give a bundle folder, its {LOCK_NAME}, or a .zip/.7z of it."
+    )
+
+
+# --- suppressions: --ignore CODE[:FILE-PATTERN] -----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Suppression:
+    """One --ignore rule: a catalogue code (or its name), optionally only for findings that
+    involve a file matching `pattern` (fnmatch, case-insensitive as Windows names are)."""
+
+    code: str
+    pattern: str | None = None
+
+    def matches(self, item: Finding) -> bool:
+        if item.code != self.code:
+            return False
+        if self.pattern is None:
+            return True
+        return any(fnmatch.fnmatch(name.lower(), self.pattern.lower()) for name in item.files)
+
+    def __str__(self) -> str:
+        return self.code if self.pattern is None else f"{self.code}:{self.pattern}"
+
+
+def parse_suppression(text: str) -> Suppression:
+    """`BA303`, `unreferenced-dll` or `BA303:onnxruntime_providers_*.dll`."""
+    code, _, pattern = text.strip().partition(":")
+    by_name = {check.name: check.code for check in CATALOGUE.values()}
+    code = by_name.get(code, code.upper())
+    if code not in CATALOGUE:
+        raise ConfigError(
+            f"--ignore {text!r}: {code!r} is not a finding code or name; "
+            "the codes are listed in the README (Auditing a folder) and in --json output."
+        )
+    return Suppression(code, pattern or None)
+
+
+def suppress(
+    findings: Iterable[Finding], rules: Sequence[Suppression]
+) -> tuple[tuple[Finding, ...], tuple[Finding, ...]]:
+    """(kept, suppressed), each in the order given."""
+    kept: list[Finding] = []
+    suppressed: list[Finding] = []
+    for item in findings:
+        (suppressed if any(rule.matches(item) for rule in rules) else kept).append(item)
+    return tuple(kept), tuple(suppressed)
 
 
 def resolve_folder(

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
@@ -19,7 +21,7 @@ import typer
 from bundler import __version__, views
 from bundler.acquire import AcquireOptions, acquire_profile, dll_search_path, export_archives
 from bundler.appconfig import CONFIG_NAME, AppConfig, find_config, load_config
-from bundler.audit import AuditReport
+from bundler.audit import AuditReport, as_archived, is_archive, parse_suppression, unpacked
 from bundler.audit import audit as run_audit
 from bundler.build import BuildOptions
 from bundler.build import build as run_build
@@ -197,7 +199,9 @@ def _print_why(plan: Plan, name: str) -> None:
 def audit(
     path: Annotated[
         Path,
-        typer.Argument(metavar="PATH", help="A bundle folder, or its bundle.lock.json."),
+        typer.Argument(
+            metavar="PATH", help="A bundle folder, its bundle.lock.json, or a .zip/.7z of it."
+        ),
     ],
     profile: Annotated[
         str | None,
@@ -207,9 +211,30 @@ def audit(
     strict: Annotated[
         bool, typer.Option("--strict", help="Warnings fail the audit too (exit 18).")
     ] = False,
+    ignore: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--ignore",
+            metavar="CODE[:FILE]",
+            help="Suppress a finding code (or name), optionally only for files matching a "
+            "pattern, e.g. BA303:onnxruntime_providers_tensorrt.dll. Repeatable.",
+        ),
+    ] = None,
     junit: Annotated[
         Path | None,
         typer.Option("--junit", help="Also write a JUnit XML report (one case per finding code)."),
+    ] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option("--html", help="Also write a self-contained HTML report with the graph."),
+    ] = None,
+    run: Annotated[
+        bool,
+        typer.Option("--run", help="Load proof: start the app (under Wine off Windows) too."),
+    ] = False,
+    run_args: Annotated[
+        list[str] | None,
+        typer.Option("--run-arg", metavar="ARG", help="An argument for the app with --run."),
     ] = None,
     explain_dll: Annotated[
         str | None,
@@ -217,9 +242,21 @@ def audit(
     ] = None,
 ) -> None:
     """Check a shipped folder as the target machine will see it; exit 17 on errors."""
-    report = run_audit(path, profile)
+    rules = [parse_suppression(text) for text in ignore or ()]
+    with _audit_target(path) as (target, inner):
+        report = run_audit(target, profile, rules)
+        if run:
+            from bundler.loadproof import prove_load
+
+            report = prove_load(report, tuple(run_args or ()))
+        if inner is not None:
+            report = as_archived(report, path, inner)
     if junit is not None:
         write_junit(report, junit, strict)
+    if html is not None:
+        from bundler.render_html import write_html
+
+        write_html(report, html)
     if explain_dll is not None:
         _print_explanation(report, explain_dll, as_json)
         return
@@ -227,6 +264,16 @@ def audit(
     code = report.exit_code(strict)
     if code:
         raise typer.Exit(code)
+
+
+@contextmanager
+def _audit_target(path: Path) -> Iterator[tuple[Path, str | None]]:
+    """PATH itself, or for an archive its unpacked folder (and the folder's path inside)."""
+    if not is_archive(path):
+        yield path, None
+        return
+    with unpacked(path) as (target, inner):
+        yield target, inner
 
 
 def _print_explanation(report: AuditReport, dll: str, as_json: bool) -> None:

@@ -188,6 +188,22 @@ def is_extracted(
     return recorded is not None and recorded.selection.covers(_selection(licence_names, sdk))
 
 
+def unpack_all(archive: Path, tree: Path, workers: int = 4) -> tuple[str, ...]:
+    """Every file of `archive` into the existing folder `tree`, with extract()'s safety checks
+    (no absolute, "..", link or size-lying member) but no selection: `bundle audit` judges an
+    archive exactly as shipped, odd files included. Returns the members' tree paths, sorted."""
+    sevenzip = _format_of(archive) == ".7z"
+    members = _sevenzip_entries(archive) if sevenzip else _zip_entries(archive)
+    try:
+        if sevenzip:
+            _unpack_sevenzip(archive, members, tree)
+        else:
+            _inflate_zip(archive, members, tree, workers)
+    except OSError as exc:  # e.g. a member that is also another member's folder
+        raise _corrupt(archive, None, exc) from None
+    return tuple(sorted(member.path for member in members))
+
+
 def _basename(name: str) -> str:
     return name.replace("\\", "/").rsplit("/", 1)[-1].lower()
 

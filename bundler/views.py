@@ -142,6 +142,11 @@ def audit_table(report: AuditReport) -> str:
             lines += ["", f"{severity.value.upper()} ({len(found)})"]
             for item in found:
                 lines += _finding_lines(item)
+    if report.suppressed:
+        lines += ["", f"SUPPRESSED by --ignore ({len(report.suppressed)}, not counted)"]
+        lines += [f"  {item.code}  {item.message}" for item in report.suppressed]
+    if report.load_proof is not None:
+        lines += ["", *report.load_proof.summary_lines()]
     counts = ", ".join(_count(report.count(severity), severity) for severity in SEVERITY_ORDER)
     lines += ["", f"{len(report.findings)} finding(s): {counts}"]
     return "\n".join(lines)
@@ -157,8 +162,9 @@ def _audit_heading(report: AuditReport) -> list[str]:
     bundled = plan.with_status(Status.BUNDLED)
     size = human_size(sum(item.size or 0 for item in bundled))
     lock = f"verified against {report.lock.name}" if report.lock else "not verified"
+    unpacked = " (unpacked from the archive)" if report.archive else ""
     lines = [
-        f"Audit of {report.folder} for {plan.profile} ({plan.architecture}, "
+        f"Audit of {report.folder}{unpacked} for {plan.profile} ({plan.architecture}, "
         f"Windows >= {plan.min_windows})",
         f"  {report.files} PE files read; {len(bundled)} DLLs needed and present ({size}), "
         f"{len(plan.missing)} missing; hashes {lock}",

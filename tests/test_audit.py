@@ -282,6 +282,9 @@ def test_json_document_follows_the_schema(tmp_path: Path) -> None:
         "profile",
         "summary",
         "findings",
+        "suppressed",
+        "archive",
+        "load_proof",
         "plan",
     }
     provider = found(data)["BA103"][0]
@@ -323,7 +326,7 @@ def test_table_groups_by_severity_and_says_the_fix(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("target", "code", "expected"),
     [
-        ("app.zip", 4, "auditing an archive is not supported yet"),
+        ("app.zip", 10, "it cannot be audited"),
         ("absent", 4, "does not exist"),
     ],
 )
