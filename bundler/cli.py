@@ -27,7 +27,7 @@ from bundler.build import BuildOptions
 from bundler.build import build as run_build
 from bundler.cache import Cache, default_cache_dir
 from bundler.download import DownloadPolicy
-from bundler.errors import BundleError, ConfigError, ExitCode
+from bundler.errors import BundleError, ConfigError, ExitCode, InputFileError
 from bundler.explain import explain
 from bundler.lock import LOCK_NAME, Lock, read_lock
 from bundler.msbuild import DEFAULT_OUT, MsbuildOptions, lay_out
@@ -602,6 +602,67 @@ def profiles_show(
     """Print one profile in full."""
     profile = load_profile(name)
     typer.echo(views.profile_json(profile) if as_json else views.profile_detail(profile))
+
+
+@profiles_app.command("check")
+def profiles_check(
+    name: Annotated[str, typer.Argument(help="Profile name or .toml path.")],
+    source: SourceOption = "auto",
+    cache_dir: CacheDirOption = None,
+    mirror: MirrorOption = None,
+    offline: OfflineOption = False,
+    search: SearchOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Scan a profile's DLLs and compare what they load at run time with its rules."""
+    from bundler.drift import check_profile
+    from bundler.scan import profile_binaries, scan_all
+
+    profile = load_profile(name)
+    options = AcquireOptions(
+        mode=source, mirrors=tuple(mirror or ()), offline=offline, search=tuple(search or ())
+    )
+    cache = Cache(cache_dir or default_cache_dir())
+    acquired = acquire_profile(profile, cache, options, progress_for)
+    provides = [entry for artifact in profile.artifacts for entry in artifact.provides]
+    files = profile_binaries(provides, dll_search_path(acquired))
+    results = scan_all(files, profile.driver_dlls, load_system_policy())
+    report = check_profile(profile, results, profile.scan_exceptions)
+    typer.echo(views.drift_json(report) if as_json else views.drift_table(report))
+    if report.failures:
+        raise typer.Exit(ExitCode.PROFILE)
+
+
+@app.command()
+def scan(
+    dlls: Annotated[list[Path], typer.Argument(metavar="DLL...", help="The DLLs to scan.")],
+    pool: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--pool",
+            metavar="DIR",
+            help="Also match names against the DLLs in DIR (default: the DLLs' own folders).",
+        ),
+    ] = None,
+    profile: Annotated[
+        str | None,
+        typer.Option("--profile", "-p", help="Take the GPU driver DLL names from this profile."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Find the DLLs a binary may load at run time (LoadLibrary), with the evidence."""
+    from bundler.scan import Pool
+    from bundler.scan import scan as scan_file
+
+    for dll in dlls:
+        if not dll.is_file():
+            raise InputFileError(f"{dll}: not a file; give the DLLs to scan.")
+    folders = dict.fromkeys([*(dll.parent for dll in dlls), *(pool or ())])
+    drivers = load_profile(profile or DEFAULT_PROFILE).driver_dlls
+    known = Pool.of(list(folders), drivers)
+    policy = load_system_policy()
+    results = [scan_file(dll, known, policy) for dll in dlls]
+    typer.echo(views.scan_json(results) if as_json else views.scan_table(results))
 
 
 def main() -> None:

@@ -43,6 +43,16 @@ class RuntimeRule:
 
 
 @dataclass(frozen=True)
+class ScanException:
+    """A pair `bundle profiles check` accepts (a string that is no load, or a rule the scan
+    cannot see), with the reason kept in the profile: [[scan_exceptions]]."""
+
+    file: str  # the DLL whose strings are scanned (a rule's trigger)
+    name: str  # the DLL it names, or a rule says it loads
+    why: str
+
+
+@dataclass(frozen=True)
 class UrlSource:
     """A pinned archive on the web. `sdk`: the archive also carries the C/C++ SDK (headers
     under include/, import libraries in lib/), as ORT's release zip does and its wheels don't."""
@@ -122,6 +132,7 @@ class Profile:
     artifacts: tuple[Artifact, ...]
     path: Path
     gpu_driver: GpuDriver | None = None
+    scan_exceptions: tuple[ScanException, ...] = ()
 
     def rules_for(self, name: str) -> tuple[RuntimeRule, ...]:
         key = dll_key(name)
@@ -165,6 +176,7 @@ def load_profile_file(path: Path) -> Profile:
         artifacts=tuple(_artifact(item) for item in table.tables("artifacts", [])),
         path=path,
         gpu_driver=_gpu_driver(table),
+        scan_exceptions=tuple(_exception(item) for item in table.tables("scan_exceptions", [])),
     )
     table.done()
     return profile
@@ -226,6 +238,12 @@ def _rule(table: Table) -> RuntimeRule:
     )
     table.done()
     return rule
+
+
+def _exception(table: Table) -> ScanException:
+    exception = ScanException(table.string("file"), table.string("name"), table.string("why"))
+    table.done()
+    return exception
 
 
 def _artifact(table: Table) -> Artifact:

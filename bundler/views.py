@@ -10,6 +10,7 @@ import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bundler.acquire import Acquired
 from bundler.audit import AuditReport
@@ -23,6 +24,10 @@ from bundler.plan import EDGE_LABELS, Edge, EdgeKind, Plan, PlanFile, Status
 from bundler.profiles import Profile
 from bundler.render_iss import IssResult
 from bundler.render_postbuild import PLACEHOLDER, PostbuildResult
+
+if TYPE_CHECKING:
+    from bundler.drift import DriftReport
+    from bundler.scan import ScanResult
 
 TREE_STATUSES = (Status.APP, Status.BUNDLED, Status.DRIVER, Status.MISSING)
 
@@ -425,3 +430,45 @@ def build_json(result: BuildResult) -> str:
         "plan": result.plan.to_dict(),
     }
     return json.dumps(data, indent=2, default=str)
+
+
+# --- bundle scan / bundle profiles check -------------------------------------------------------
+
+
+def scan_table(results: Sequence[ScanResult]) -> str:
+    """Per DLL: the runtime loads first (what a profile rule must cover), then the names kept
+    apart, each with its confidence and first evidence."""
+    lines: list[str] = []
+    for result in results:
+        loaders = ", ".join(result.loader_imports) or "none (no LoadLibrary import)"
+        lines += [f"{result.path.name}", f"  loader imports: {loaders}"]
+        for candidate in result.candidates:
+            first = candidate.evidence[0]
+            via = f" via {candidate.pattern!r}" if candidate.pattern else ""
+            more = f" (+{len(candidate.evidence) - 1})" if len(candidate.evidence) > 1 else ""
+            lines.append(
+                f"  {candidate.kind.value:<8} {candidate.name:<40} {candidate.confidence.value:<6}"
+                f" {first.encoding} @{first.offset:#x}{more}{via}"
+            )
+        lines += [f"  pattern  {item.text!r} matches no DLL" for item in result.unmatched_patterns]
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+def scan_json(results: Sequence[ScanResult]) -> str:
+    return json.dumps({"schema_version": 1, "files": [r.to_dict() for r in results]}, indent=2)
+
+
+def drift_table(report: DriftReport) -> str:
+    lines = [f"Runtime rules of {report.profile} against {len(report.scanned)} scanned DLLs"]
+    for item in report.drifts:
+        lines.append(f"  {item.kind.value}: {item.trigger} -> {item.name}")
+        lines.append(f"      {item.detail}")
+    failures = len(report.failures)
+    verdict = "agree" if not failures else f"disagree in {failures} place(s)"
+    lines.append(f"the rules and the binaries {verdict}")
+    return "\n".join(lines)
+
+
+def drift_json(report: DriftReport) -> str:
+    return json.dumps({"schema_version": 1, **report.to_dict()}, indent=2)

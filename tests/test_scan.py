@@ -1,0 +1,285 @@
+"""`bundle scan` and `bundle profiles check`: runtime loads found in the binaries' own bytes.
+
+Three tiers. A program compiled here with mingw (a real LoadLibraryW import, real string
+constants: a plain name, a wide name, a printf pattern, a message naming a DLL) pins the
+string reader and the kinds down. The real ORT / CUDA / cuDNN DLLs must give every runtime
+rule of the GPU profile: the expected set below was read from FIELD_NOTES §2 and `strings -a`
+/ `strings -el` on the pinned wheels, not from the scanner's output. `profiles check` passes
+on the three shipped profiles and fails when a rule is deleted or a DLL gains a name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bundler.profiles import load_profile
+from bundler.scan import Confidence, Kind, Pool, dll_strings, pattern_regex, scan
+from bundler.system import load_system_policy
+from tests.conftest import RealDlls, fetch, pip_env, require, run_bundle
+from tests.test_audit import CPU, DIRECTML, GPU
+from tests.test_build import HELLO, build
+
+LOADER_C = r"""
+#include <windows.h>
+#include <stdio.h>
+const char plain[] = "helper_plugin.dll";
+const wchar_t wide[] = L"wide_plugin.dll";
+const char pattern[] = "engine64_%d_0.dll";
+const char message[] = "error: failed to open missing_thing.dll.";
+int main(int argc, char **argv) {
+    HMODULE a = LoadLibraryA(plain);
+    HMODULE b = LoadLibraryW(wide);
+    char name[64];
+    snprintf(name, sizeof name, pattern, argc);
+    HMODULE c = LoadLibraryA(name);
+    if (!a && !b && !c) puts(message);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def loader_exe(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    require(
+        shutil.which("x86_64-w64-mingw32-gcc") is not None,
+        "mingw-w64 is not installed (apt-get install mingw-w64)",
+    )
+    folder = tmp_path_factory.mktemp("scan-src")
+    (folder / "loader.c").write_text(LOADER_C)
+    exe = folder / "loader.exe"
+    subprocess.run(
+        ["x86_64-w64-mingw32-gcc", "-O1", "-o", str(exe), str(folder / "loader.c")], check=True
+    )
+    return exe
+
+
+def pool_with(folder: Path, *names: str) -> Pool:
+    for name in names:
+        (folder / name).write_bytes(b"MZ")
+    return Pool.of([folder])
+
+
+def test_strings_ascii_wide_cut_at_non_name_bytes() -> None:
+    data = b"\0abc.dll\0\0\0" + "wide.DLL".encode("utf-16-le") + b"\0\0C:\\dir\\deep.dll.\0"
+    found = {(e.text, e.encoding, e.standalone) for e in dll_strings(data)}
+    assert found == {
+        ("abc.dll", "ascii", True),
+        ("wide.DLL", "utf-16le", True),
+        ("deep.dll", "ascii", False),  # inside a path followed by "."
+    }
+
+
+@pytest.mark.parametrize(
+    ("pattern", "name", "matches"),
+    [
+        ("nvrtc64_%d_0.dll", "nvrtc64_120_0.dll", True),
+        ("nvrtc64_%d_0.dll", "nvrtc64_12x_0.dll", False),
+        ("cudnn_%s64_9.dll", "cudnn_ops64_9.dll", True),
+        ("lib%02u.dll", "lib07.dll", True),
+        ("lib%02u.dll", "lib.dll", False),
+    ],
+)
+def test_printf_patterns(pattern: str, name: str, matches: bool) -> None:
+    assert (pattern_regex(pattern).fullmatch(name) is not None) is matches
+
+
+def test_a_compiled_loader_gives_each_kind(loader_exe: Path, tmp_path: Path) -> None:
+    pool = pool_with(tmp_path, "helper_plugin.dll", "wide_plugin.dll", "engine64_7_0.dll")
+    result = scan(loader_exe, pool, load_system_policy())
+    assert any(item.endswith("!LoadLibraryA") for item in result.loader_imports)
+    kinds = {item.name.lower(): (item.kind, item.confidence) for item in result.candidates}
+    assert kinds["helper_plugin.dll"] == (Kind.RUNTIME, Confidence.HIGH)
+    assert kinds["wide_plugin.dll"] == (Kind.RUNTIME, Confidence.HIGH)
+    assert kinds["engine64_7_0.dll"] == (Kind.RUNTIME, Confidence.MEDIUM)  # via the pattern
+    assert kinds["missing_thing.dll"][0] is Kind.ABSENT
+    assert kinds["kernel32.dll"][0] is Kind.IMPORTED
+    engine = next(item for item in result.candidates if item.name == "engine64_7_0.dll")
+    assert engine.pattern == "engine64_%d_0.dll"
+    data = loader_exe.read_bytes()
+    for candidate in result.candidates:  # every offset points at the string it reports
+        for evidence in candidate.evidence:
+            codec = "ascii" if evidence.encoding == "ascii" else "utf-16-le"
+            raw = evidence.text.encode(codec)
+            assert data[evidence.offset : evidence.offset + len(raw)] == raw
+
+
+def test_scan_cli_json(loader_exe: Path, tmp_path: Path) -> None:
+    pool_with(tmp_path, "helper_plugin.dll")
+    result = run_bundle("scan", str(loader_exe), "--pool", str(tmp_path), "--json")
+    assert result.returncode == 0, result.stderr
+    files = json.loads(result.stdout)["files"]
+    runtime = [c["name"] for c in files[0]["candidates"] if c["kind"] == "runtime"]
+    assert runtime == ["helper_plugin.dll"]
+    assert [p["text"] for p in files[0]["unmatched_patterns"]] == ["engine64_%d_0.dll"]
+
+
+def test_scan_refuses_a_missing_file(tmp_path: Path) -> None:
+    result = run_bundle("scan", str(tmp_path / "nope.dll"))
+    assert result.returncode == 4 and "nope.dll: not a file" in result.stderr
+
+
+# --- the real DLLs ------------------------------------------------------------------------------
+
+# (scanned DLL, runtime load) as `strings` shows them in the pinned 1.19.2 / CUDA 12.4 / cuDNN
+# 9.1.0.70 binaries. Driver DLLs (nvcuda, nvldumd, nvldumdx) are named by most CUDA DLLs and
+# checked apart: the rule that matters is cudart64_12.dll -> nvcuda.dll.
+EXPECTED_RUNTIME = {
+    ("onnxruntime.dll", "onnxruntime_providers_shared.dll"),
+    ("onnxruntime.dll", "onnxruntime_providers_cuda.dll"),
+    ("cudnn64_9.dll", "cudnn_graph64_9.dll"),
+    ("cudnn64_9.dll", "cudnn_ops64_9.dll"),
+    ("cudnn64_9.dll", "cudnn_cnn64_9.dll"),
+    ("cudnn64_9.dll", "cudnn_adv64_9.dll"),
+    ("cudnn_graph64_9.dll", "cudnn_cnn64_9.dll"),
+    ("cudnn_graph64_9.dll", "cudnn_engines_precompiled64_9.dll"),
+    ("cudnn_graph64_9.dll", "cudnn_engines_runtime_compiled64_9.dll"),
+    ("cudnn_graph64_9.dll", "cudnn_heuristic64_9.dll"),
+    ("cudnn_graph64_9.dll", "nvrtc64_120_0.dll"),  # through the pattern nvrtc64_%d_0.dll
+    ("cudnn_adv64_9.dll", "cublaslt64_12.dll"),
+    ("cudnn_adv64_9.dll", "cudnn_cnn64_9.dll"),
+    ("cudnn_engines_precompiled64_9.dll", "cublaslt64_12.dll"),
+    ("cudnn_engines_precompiled64_9.dll", "cudnn_cnn64_9.dll"),
+    ("nvrtc64_120_0.dll", "nvrtc-builtins64_124.dll"),
+}
+DRIVERS = {"nvcuda.dll", "nvldumd.dll", "nvldumdx.dll"}
+# Names the scan reports that are no load of this bundle, and why (kind absent: no such DLL
+# among the GPU profile's).
+FALSE_POSITIVES = {
+    "onnxruntime_providers_tensorrt.dll": "in the ORT wheel, needs TensorRT: not in this profile",
+    "onnxruntime_providers_cann.dll": "another vendor's provider, not in the GPU build",
+    "onnxruntime_providers_cuda_ut.dll": "ORT's unit-test build of the CUDA provider",
+    "onnxruntime_providers_dnnl.dll": "another provider, not in the GPU build",
+    "onnxruntime_providers_migraphx.dll": "AMD's provider, not in the GPU build",
+    "onnxruntime_providers_openvino.dll": "Intel's provider, not in the GPU build",
+    "onnxruntime_providers_rocm.dll": "AMD's provider, not in the GPU build",
+    "onnxruntime_providers_vitisai.dll": "AMD's provider, not in the GPU build",
+    "zlibwapi.dll": "cuDNN 8 needed zlib; cuDNN 9 names it but does not need it",
+    "cask_profile_interface.dll": "an optional NVIDIA profiling hook",
+    "nvjitlink_120_0.dll": "cuFFT's LTO callbacks only: not used by ORT",
+    "cudart64_124_127.dll": "cudart's own export name (CUDART64_124_127.DLL)",
+    "cublas.dll": "cuBLAS's own original file name",
+    "cublaslt.dll": "cuBLASLt's own original file name",
+    "cufft.dll": "cuFFT's own original file name",
+    "akernel32.dll": "bytes before 'kernel32.dll' that happen to be name characters",
+}
+
+
+@pytest.fixture(scope="module")
+def gpu_folder(gpu_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The built GPU bundle of examples/hello: every DLL of the profile, hard-linked."""
+    out = tmp_path_factory.mktemp("scan-gpu")
+    result = build(str(HELLO), "--out", str(out), "--cache-dir", str(gpu_cache), "--link")
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+@pytest.mark.realdata
+def test_the_real_gpu_dlls_give_the_profiles_runtime_loads(gpu_folder: Path) -> None:
+    profile = load_profile(GPU)
+    pool = Pool.of([gpu_folder], profile.driver_dlls)
+    policy = load_system_policy()
+    found: set[tuple[str, str]] = set()
+    absent: set[str] = set()
+    for dll in sorted(gpu_folder.glob("*.dll")):
+        result = scan(dll, pool, policy)
+        found |= {(dll.name.lower(), c.key) for c in result.of_kind(Kind.RUNTIME)}
+        absent |= {c.key for c in result.of_kind(Kind.ABSENT)}
+    assert {pair for pair in found if pair[1] not in DRIVERS} == EXPECTED_RUNTIME
+    assert ("cudart64_12.dll", "nvcuda.dll") in found
+    assert absent - set(FALSE_POSITIVES) == set(), "unexplained names"
+
+
+def search_args(folder: Path) -> list[str]:
+    return ["--source", "dir", "--search", str(folder), "--offline"]
+
+
+def check(*args: str) -> tuple[dict[str, object], int]:
+    result = run_bundle("profiles", "check", *args, "--json")
+    assert result.stdout, result.stderr
+    return json.loads(result.stdout), result.returncode
+
+
+@pytest.mark.realdata
+def test_profiles_check_passes_on_the_gpu_profile(gpu_cache: Path) -> None:
+    data, code = check(GPU, "--cache-dir", str(gpu_cache), "--offline")
+    assert code == 0, data["drifts"]
+    assert data["ok"] is True and len(data["scanned"]) == 21  # type: ignore[arg-type]
+
+
+@pytest.mark.realdata
+def test_profiles_check_passes_on_the_cpu_profile(cpu_cache: Path) -> None:
+    data, code = check(CPU, "--cache-dir", str(cpu_cache), "--offline")
+    assert code == 0, data["drifts"]
+
+
+@pytest.mark.realdata
+def test_profiles_check_passes_on_the_directml_profile(real_dlls: RealDlls, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    fetched = fetch("--profile", DIRECTML, "--cache-dir", str(cache), env=pip_env())
+    assert fetched.returncode == 0, fetched.stderr
+    data, code = check(DIRECTML, "--cache-dir", str(cache), "--offline")
+    assert code == 0, data["drifts"]
+
+
+def without_rule(profile: Path, target: Path, trigger: str) -> Path:
+    """A copy of the profile TOML without the [[runtime_rules]] table of `trigger`."""
+    tables = profile.read_text().split("\n[[")
+    kept = [t for t in tables if not t.startswith(f'runtime_rules]]\ntrigger = "{trigger}"')]
+    assert len(kept) == len(tables) - 1
+    target.write_text("\n[[".join(kept))
+    return target
+
+
+@pytest.mark.realdata
+def test_profiles_check_fails_without_one_rule(gpu_folder: Path, tmp_path: Path) -> None:
+    profile = without_rule(load_profile(GPU).path, tmp_path / "gpu.toml", "nvrtc64_120_0.dll")
+    data, code = check(str(profile), *search_args(gpu_folder))
+    assert code == 6
+    drifts = [(d["kind"], d["trigger"], d["name"]) for d in data["drifts"]]  # type: ignore[attr-defined]
+    assert drifts == [("evidence-without-rule", "nvrtc64_120_0.dll", "nvrtc-builtins64_124.dll")]
+
+
+@pytest.mark.realdata
+def test_profiles_check_fails_when_a_dll_gains_a_name(gpu_folder: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "dlls"
+    folder.mkdir()
+    for path in gpu_folder.glob("*.dll"):
+        os.link(path, folder / path.name)
+    patched = folder / "cudnn64_9.dll"
+    patched.unlink()  # a real copy: the hard link would carry the patch into the cache
+    shutil.copyfile(gpu_folder / "cudnn64_9.dll", patched)
+    with patched.open("ab") as handle:
+        handle.write(b"\0cufft64_11.dll\0")
+    clean, clean_code = check(GPU, *search_args(gpu_folder))
+    assert clean_code == 0, clean["drifts"]
+    data, code = check(GPU, *search_args(folder))
+    assert code == 6
+    drifts = [(d["kind"], d["trigger"], d["name"]) for d in data["drifts"]]  # type: ignore[attr-defined]
+    assert drifts == [("evidence-without-rule", "cudnn64_9.dll", "cufft64_11.dll")]
+
+
+@pytest.mark.realdata
+def test_a_documented_exception_accepts_a_pair_and_goes_stale(
+    gpu_folder: Path, tmp_path: Path
+) -> None:
+    source = without_rule(load_profile(GPU).path, tmp_path / "base.toml", "nvrtc64_120_0.dll")
+    exception = (
+        '\n[[scan_exceptions]]\nfile = "nvrtc64_120_0.dll"\nname = "nvrtc-builtins64_124.dll"\n'
+        'why = "test: accepted"\n'
+    )
+    excepted = tmp_path / "excepted.toml"
+    excepted.write_text(source.read_text() + exception)
+    data, code = check(str(excepted), *search_args(gpu_folder))
+    assert code == 0, data["drifts"]
+    assert [d["kind"] for d in data["drifts"]] == ["excepted"]  # type: ignore[attr-defined]
+    stale = tmp_path / "stale.toml"
+    stale.write_text(load_profile(GPU).path.read_text() + exception)
+    data, code = check(str(stale), *search_args(gpu_folder))
+    assert code == 6
+    assert [d["kind"] for d in data["drifts"]] == ["stale-exception"]  # type: ignore[attr-defined]
