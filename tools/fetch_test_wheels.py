@@ -1,8 +1,10 @@
 """Fetch the real Windows wheels pinned by bundle's profiles and extract their DLLs, for tests.
 
 The pins (package, version, wheel file, SHA-256) are read from manifests/profiles/*.toml, so
-the tests use exactly what the profiles promise. Wheels go to <cache>/wheels, DLLs and licence
-files to <cache>/extracted/<wheel stem>/ (a `.complete` marker makes re-runs free).
+the tests use exactly what the profiles promise; `extra_wheels()` adds the wheels of releases
+no shipped profile pins (the second release `bundle profiles new` is tested on). Wheels go to
+<cache>/wheels, DLLs and licence files to <cache>/extracted/<wheel stem>/ (a `.complete`
+marker makes re-runs free).
 
     python tools/fetch_test_wheels.py [--cache DIR] [--search-args PROFILE]
 
@@ -48,6 +50,20 @@ def pinned_wheels() -> dict[str, PipSource]:
                 if isinstance(source, PipSource):
                     wheels[source.wheel] = source
     return wheels
+
+
+def extra_wheels() -> dict[str, PipSource]:
+    """Wheels no shipped profile pins, for tests/test_profiles_new.py: a newer ORT GPU release
+    whose profile is derived there (pinned from https://pypi.org/simple/onnxruntime-gpu/)."""
+    sources = [
+        PipSource(
+            package="onnxruntime-gpu",
+            version="1.20.2",
+            wheel="onnxruntime_gpu-1.20.2-cp311-cp311-win_amd64.whl",
+            sha256="d0eafd873e4336949c89e6c7429a68e7e1d0233d9cb363e9780ca76c3c6f865c",
+        ),
+    ]
+    return {source.wheel: source for source in sources}
 
 
 def download(source: PipSource, wheels: Path) -> Path:
@@ -96,7 +112,7 @@ def main() -> None:
     extracted.mkdir(parents=True, exist_ok=True)
     log = sys.stderr if args.search_args else sys.stdout
     folders: dict[str, Path] = {}
-    for source in pinned_wheels().values():
+    for source in [*pinned_wheels().values(), *extra_wheels().values()]:
         folders[source.wheel] = dll_folder(extract(download(source, wheels), extracted))
         print(f"ok {source.wheel} -> {folders[source.wheel]}", file=log, flush=True)
     if args.search_args:
