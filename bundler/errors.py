@@ -31,6 +31,7 @@ class ExitCode(IntEnum):
     SDK = 16  # ORT's C/C++ SDK (headers, import library) is not available: no release zip
     AUDIT_ERRORS = 17  # bundle audit: at least one finding of severity error
     AUDIT_WARNINGS = 18  # bundle audit --strict: warnings, and no errors
+    NO_LOADER = 19  # bundle audit --run: no Windows loader here (neither Windows nor Wine)
 
 
 class BundleError(Exception):
@@ -129,3 +130,10 @@ class SdkMissingError(BundleError):
     release zip) could provide them: the PyPI wheels carry only the DLLs."""
 
     exit_code = ExitCode.SDK
+
+
+class LoaderUnavailableError(BundleError):
+    """`bundle audit --run` needs a real Windows loader: Windows itself, or Wine (with a
+    usable prefix) elsewhere."""
+
+    exit_code = ExitCode.NO_LOADER

@@ -7,7 +7,8 @@ reads titles, severities and fixes from here, and the README's findings table is
 
 Code ranges: BA0xx the folder could not be read, BA1xx a DLL will fail to load, BA2xx builds or
 versions that do not go together, BA3xx what should not ship (or ships for nothing), BA4xx the
-folder no longer matches its bundle.lock.json.
+folder no longer matches its bundle.lock.json, BA5xx the real loader disagrees with the audit
+(`bundle audit --run`, bundler.loadproof: these come from running the app, not from a check).
 """
 
 from __future__ import annotations
@@ -192,6 +193,22 @@ _CHECKS = (
         Severity.WARNING,
         "A DLL or EXE that bundle.lock.json does not list was added after the build",
         "remove {file}, or rebuild so the lock file describes it",
+    ),
+    Check(
+        "BA501",
+        "loader-missing-unreported",
+        Severity.ERROR,
+        "The real loader (--run) could not load a DLL that the audit did not report missing",
+        "ship {file} next to the app unless Windows provides it; if it does, this loader lacks it "
+        "(Wine does not implement every Windows DLL): prove the load on Windows",
+    ),
+    Check(
+        "BA502",
+        "loader-found-elsewhere",
+        Severity.WARNING,
+        "The audit reports a DLL missing that the real loader (--run) found outside the folder",
+        "ship {file} next to the app: this machine has it (a Wine builtin, System32, an installed "
+        "runtime), a clean target does not",
     ),
 )
 
