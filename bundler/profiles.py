@@ -225,6 +225,13 @@ def _file_version(table: Table, key: str) -> tuple[int, ...] | None:
         raise ProfileError(f"{table.where}: key '{key}' must look like 9.1.0.70.") from None
 
 
+def _size(table: Table) -> int | None:
+    size: int | None = table.integer("size", None)
+    if size is not None and size <= 0:
+        raise ProfileError(f"{table.where}: key 'size' must be the archive's size in bytes (> 0).")
+    return size
+
+
 def _choice(table: Table, key: str, allowed: tuple[str, ...]) -> str:
     value: str = table.string(key)
     if value not in allowed:
@@ -247,12 +254,18 @@ def _exception(table: Table) -> ScanException:
 
 
 def _artifact(table: Table) -> Artifact:
+    sources = tuple(_source(item) for item in table.tables("sources"))
+    if not sources:
+        raise ProfileError(
+            f"{table.where}: key 'sources' is empty; add a [[artifacts.sources]] table with "
+            'its pin (sha256), or a local install (kind = "dir").'
+        )
     artifact = Artifact(
         name=table.string("name"),
         version=table.string("version"),
         provides=table.strings("provides"),
         licenses=table.strings("licenses", ()),
-        sources=tuple(_source(item) for item in table.tables("sources")),
+        sources=sources,
         supplier=table.string("supplier", ""),
         license=table.string("license", ""),
     )
@@ -271,7 +284,7 @@ def _source(table: Table) -> Source:
             url=url,
             sha256=table.hexdigest("sha256", 64),
             sha512=table.hexdigest("sha512", 128, None),
-            size=table.integer("size", None),
+            size=_size(table),
             sdk=table.boolean("sdk", False),
         )
     elif kind == "pip":

@@ -3,7 +3,11 @@
 Pure apart from reading the files it inspects. Classification order for every name:
 API set → driver DLL (profile) → Windows system DLL (policy, for the profile's minimum Windows)
 → the first usable file in the search folders (bundled) → missing. A candidate built for another
-machine type is skipped, recorded as a finding, and the search goes on.
+machine type is skipped, recorded as a finding, and the search goes on. A candidate that cannot be
+read (not a PE file, truncated, corrupt) is never passed over in silence: with
+`unreadable="error"` its InputFileError stops the resolution (a build must not ship around a
+damaged file the user pointed it at); with "finding" (the default: audit and deps report every
+problem at once) it is recorded as a finding, noted on the name, and the search goes on.
 
 Edges come from three places: import tables, delay-import tables, and the profile's runtime rules
 (what LoadLibrary pulls in at run time, which no import table shows).
@@ -16,6 +20,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from bundler.errors import InputFileError, MachineMismatchError
 from bundler.pe import PEInfo, format_version, is_pe_candidate, read_pe
@@ -24,6 +29,7 @@ from bundler.profiles import Profile, dll_key, is_pattern, matches
 from bundler.system import SystemPolicy
 
 PEReader = Callable[[Path], PEInfo]
+Unreadable = Literal["error", "finding"]
 
 
 class SearchPath:
@@ -88,11 +94,13 @@ class Resolver:
         policy: SystemPolicy,
         search: SearchPath,
         reader: PEReader = read_pe,
+        unreadable: Unreadable = "finding",
     ) -> None:
         self.profile = profile
         self.policy = policy
         self.search = search
         self.read = reader
+        self.unreadable = unreadable
         self.work = _Work()
 
     def resolve(self, apps: Sequence[PEInfo]) -> Plan:
@@ -163,6 +171,8 @@ class Resolver:
             try:
                 info = self.read(path)
             except InputFileError as exc:
+                if self.unreadable == "error":
+                    raise
                 skipped.append(f"{path} is unreadable")
                 self.work.findings.append(Finding("unreadable", name, str(exc), str(path)))
                 continue
@@ -258,15 +268,16 @@ def resolve(
     search_folders: Sequence[Path],
     reader: PEReader = read_pe,
     app_folders_first: bool = True,
+    unreadable: Unreadable = "finding",
 ) -> Plan:
     """The closure of `apps` + the profile's roots. App folders are searched first, as the
     Windows loader does, then `search_folders` in the order given. A build deploying into the
     app folder searches it last instead: what an earlier build put there is its output, not a
-    source (the app's own DLLs are still found there)."""
+    source (the app's own DLLs are still found there). `unreadable`: see the module doc."""
     app_folders = [app.path.parent for app in apps]
     ordered = (
         app_folders + list(search_folders)
         if app_folders_first
         else list(search_folders) + app_folders
     )
-    return Resolver(profile, policy, SearchPath(ordered), reader).resolve(apps)
+    return Resolver(profile, policy, SearchPath(ordered), reader, unreadable).resolve(apps)

@@ -18,6 +18,10 @@ Layout of an image (sections that would be empty are left out)::
 Known simplifications: no base relocations (so DYNAMIC_BASE is not claimed), no exports, no
 Rich header, and the delay-load IATs point at the entry point rather than at real helper
 thunks. These images are meant to be parsed, never loaded.
+
+`PEPatch` damages one structure of an image (ours, or a real one built by mingw) for the tests
+of the reader's strictness: it locates the headers, sections and directories the way the
+loader does, and writes single fields.
 """
 
 from __future__ import annotations
@@ -619,3 +623,97 @@ def _version_info(
             _version_node("VarFileInfo", text=True, children=[translation]),
         ],
     )
+
+
+# --- damaging an image -----------------------------------------------------------------------
+
+
+IMPORT_DESCRIPTOR_SIZE = 20  # IMAGE_IMPORT_DESCRIPTOR; the DLL name's RVA is at +12
+DELAY_DESCRIPTOR_SIZE = 32  # ImgDelayDescr; the DLL name's RVA is at +4, the INT's at +16
+
+
+@dataclass(frozen=True)
+class SectionHeader:
+    """One IMAGE_SECTION_HEADER, and where it sits in the file."""
+
+    name: str
+    virtual_size: int
+    rva: int
+    raw_size: int
+    raw_offset: int
+    header_offset: int
+
+    @property
+    def data_end_rva(self) -> int:
+        """The first RVA past the file data the loader maps for this section."""
+        return self.rva + min(self.virtual_size or self.raw_size, self.raw_size)
+
+
+class PEPatch:
+    """A PE image as a mutable byte array, with its headers located (PE32 and PE32+)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = bytearray(data)
+        (pe_offset,) = struct.unpack_from("<I", self.data, 0x3C)
+        if self.data[pe_offset : pe_offset + 4] != b"PE\0\0":
+            raise ValueError("not a PE image")
+        count, optional_size = struct.unpack_from("<H12xH", self.data, pe_offset + 6)
+        optional = pe_offset + 24
+        (magic,) = struct.unpack_from("<H", self.data, optional)
+        self.directories_offset = optional + (112 if magic == 0x20B else 96)
+        table = optional + optional_size
+        self.sections = [self._section(table + 40 * index) for index in range(count)]
+
+    def _section(self, offset: int) -> SectionHeader:
+        name, vsize, rva, raw_size, raw_offset = struct.unpack_from("<8sIIII", self.data, offset)
+        return SectionHeader(
+            name.rstrip(b"\0").decode("ascii"), vsize, rva, raw_size, raw_offset, offset
+        )
+
+    def section(self, name: str) -> SectionHeader:
+        return next(section for section in self.sections if section.name == name)
+
+    def section_of(self, rva: int) -> SectionHeader:
+        return next(s for s in self.sections if s.rva <= rva < s.rva + max(s.virtual_size, 1))
+
+    def set_section(self, name: str, *, virtual_size: int) -> None:
+        struct.pack_into("<I", self.data, self.section(name).header_offset + 8, virtual_size)
+        self.sections = [self._section(section.header_offset) for section in self.sections]
+
+    def directory(self, index: int) -> tuple[int, int]:
+        rva, size = struct.unpack_from("<II", self.data, self.directories_offset + 8 * index)
+        return rva, size
+
+    def set_directory(self, index: int, rva: int, size: int | None = None) -> None:
+        size = self.directory(index)[1] if size is None else size
+        struct.pack_into("<II", self.data, self.directories_offset + 8 * index, rva, size)
+
+    def offset(self, rva: int) -> int:
+        section = self.section_of(rva)
+        return section.raw_offset + rva - section.rva
+
+    def read(self, rva: int, size: int) -> bytes:
+        return bytes(self.data[self.offset(rva) : self.offset(rva) + size])
+
+    def u32(self, rva: int) -> int:
+        (value,) = struct.unpack_from("<I", self.data, self.offset(rva))
+        return int(value)
+
+    def write(self, rva: int, blob: bytes) -> None:
+        start = self.offset(rva)
+        self.data[start : start + len(blob)] = blob
+
+    def write_u32(self, rva: int, value: int) -> None:
+        self.write(rva, struct.pack("<I", value))
+
+    def descriptors(self, directory: int) -> list[int]:
+        """RVAs of a (delay-)import directory's descriptors, its all-zero terminator last."""
+        size = DELAY_DESCRIPTOR_SIZE if directory == DIR_DELAY_IMPORT else IMPORT_DESCRIPTOR_SIZE
+        rva = self.directory(directory)[0]
+        found = [rva]
+        while any(self.read(found[-1], size)):
+            found.append(found[-1] + size)
+        return found
+
+    def to_bytes(self) -> bytes:
+        return bytes(self.data)

@@ -88,7 +88,7 @@ def test_headers_only_fragment_is_reported(tmp_path: Path) -> None:
 def test_missing_file_and_directory(tmp_path: Path) -> None:
     with pytest.raises(InputFileError, match="does not exist"):
         read_pe(tmp_path / "nope.exe")
-    with pytest.raises(InputFileError, match="is a directory"):
+    with pytest.raises(InputFileError, match="is a folder, not a file"):
         read_pe(tmp_path)
 
 

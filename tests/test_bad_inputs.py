@@ -1,0 +1,735 @@
+"""The catalogue of bad inputs, run through the CLI as a user would.
+
+Each row is one input a user can get wrong. The row says which command meets it, the exit code
+(README, "Exit codes") and the key words of the one-line message: which file, what is wrong,
+what to do. Every row also checks that stderr holds that one line and no traceback, that the
+output folder is exactly as it was before, and that the download cache was not touched.
+
+Rows prepare their files in a fresh workspace. The default profile is a small custom one whose
+only artifact is a local folder of synthetic DLLs (a `kind = "dir"` source), so a build that
+wrongly gets past a bad input still finishes offline and fast instead of downloading.
+
+Room for the rows still to come (HTTP 404/500/stall, wrong hash, truncated download, zip-slip,
+zip bomb, corrupt archives, full disk, interruption, concurrency): a row lists what it `needs`
+from the test's fixtures ("http": the `http_server` of tests/httpserver.py, reachable as
+`ws.server`), and its `also` check asserts any further effect (a file outside the output
+folder left alone, a partial download removed, ...).
+
+A row that fails today because of code outside the PE reader and the profile/config loaders is
+kept, marked xfail(strict=True) with `raises=` the one check that fails, so that every other
+check of the row still fails the test for real, and a fix makes the row pass (strict: then the
+mark must go).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from bundler.errors import ExitCode
+from tests.conftest import run_bundle
+from tests.httpserver import HttpServer
+from tests.pefactory import DIR_DELAY_IMPORT, DIR_IMPORT, PEPatch, PESpec, build_pe, write_pe
+
+DEPS_ENV = "BUNDLE_TEST_DEPS"
+OUTSIDE = 0x7FFF0000  # an RVA past every section of the synthetic images
+SHIPPED_X64 = "ort-1.19.2-gpu-cuda12"
+
+PROFILE = f"""\
+# A one-artifact profile for these tests: onnxruntime.dll from a local folder.
+schema_version = 1
+name = "bad-inputs"
+description = "test profile"
+architecture = "x64"
+min_windows = "10.0.10240"
+vc_runtime = "app-local"
+roots = ["onnxruntime.dll"]
+
+[[artifacts]]
+name = "onnxruntime"
+version = "1.19.2"
+provides = ["onnxruntime.dll"]
+
+[[artifacts.sources]]
+kind = "dir"
+env = "{DEPS_ENV}"
+subdir = "."
+"""
+
+URL_SOURCE = """
+[[artifacts]]
+name = "pinned"
+version = "1.0"
+provides = ["pinned.dll"]
+
+[[artifacts.sources]]
+kind = "url"
+url = "{url}"
+{pin}
+"""
+
+
+# --- the workspace a row prepares ----------------------------------------------------------------
+
+
+@dataclass
+class Workspace:
+    """Files of one row, all under `root`. `exe` may be moved by a row (see `place_exe`)."""
+
+    root: Path
+    server: HttpServer | None = None
+    exe: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.exe = self.root / "app" / "app.exe"
+        write_pe(
+            self.deps / "onnxruntime.dll", imports=("KERNEL32.dll",), file_version=(1, 19, 2, 0)
+        )
+        self.profile.write_text(PROFILE)
+
+    @property
+    def deps(self) -> Path:
+        return self.root / "deps"
+
+    @property
+    def profile(self) -> Path:
+        return self.root / "profile.toml"
+
+    @property
+    def out(self) -> Path:
+        return self.root / "out"
+
+    @property
+    def cache(self) -> Path:
+        return self.root / "cache"
+
+    @property
+    def lock(self) -> Path:
+        return self.out / "bundle.lock.json"
+
+    @property
+    def config(self) -> Path:
+        return self.exe.parent / "bundle.toml"
+
+    def words(self) -> dict[str, str]:
+        """What a row's expected key words may name: {exe}, {profile}, ..."""
+        names = ("exe", "deps", "profile", "out", "cache", "lock", "config", "root")
+        return {name: str(getattr(self, name)) for name in names}
+
+    def build(self, *extra: str, exe: Path | None = None, profile: str | None = None) -> list[str]:
+        """`bundle build` into the row's output folder and cache, never onto the network."""
+        return [
+            "build",
+            str(exe or self.exe),
+            "--profile",
+            profile or str(self.profile),
+            "--out",
+            str(self.out),
+            "--cache-dir",
+            str(self.cache),
+            "--offline",
+            *extra,
+        ]
+
+    def app(self, data: bytes | None = None, machine: str = "x64") -> Path:
+        """Write the app exe (default: a healthy one importing onnxruntime.dll)."""
+        if data is None:
+            data = build_pe(PESpec(machine=machine, dll=False, imports=("onnxruntime.dll",)))
+        self.exe.parent.mkdir(parents=True, exist_ok=True)
+        self.exe.write_bytes(data)
+        return self.exe
+
+    def damaged_app(self, damage: Callable[[PEPatch], None]) -> Path:
+        image = PEPatch(healthy_exe())
+        damage(image)
+        return self.app(image.to_bytes())
+
+    def previous_build(self) -> dict[str, object]:
+        """A successful build into `out` (with a cache of its own), its lock as JSON."""
+        self.app()
+        first = self.build()
+        first[first.index("--cache-dir") + 1] = str(self.root / "setup-cache")
+        result = run_bundle(*first)
+        assert result.returncode == 0, result.stderr
+        lock: dict[str, object] = json.loads(self.lock.read_text())
+        return lock
+
+    def edit_lock(self, edit: Callable[[dict[str, object]], object]) -> None:
+        lock = self.previous_build()
+        edit(lock)
+        self.lock.write_text(json.dumps(lock, indent=2))
+
+
+def healthy_exe() -> bytes:
+    """The app every damaged-exe row starts from: two imports and two delay imports."""
+    return build_pe(
+        PESpec(
+            dll=False,
+            imports=("onnxruntime.dll", "KERNEL32.dll"),
+            delay_imports=("DirectML.dll", "dxgi.dll"),
+        )
+    )
+
+
+# --- what a row checks, each check its own failure type (xfail raises= names one) ---------------
+
+
+class WrongExit(AssertionError):
+    pass
+
+
+class WrongMessage(AssertionError):
+    pass
+
+
+class OutputWritten(AssertionError):
+    pass
+
+
+class CacheWritten(AssertionError):
+    pass
+
+
+# --- rows --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    """One bad input. `setup` prepares the workspace and returns the command line."""
+
+    id: str
+    setup: Callable[[Workspace], list[str]]
+    exit_code: ExitCode
+    words: tuple[str, ...]  # key words of the message; {exe}, {profile}, ... are filled in
+    needs: frozenset[str] = frozenset()  # fixtures beyond the workspace: "http"
+    also: Callable[[Workspace], None] | None = None  # a further check after the run
+    expect_files: tuple[str, ...] = ()  # for a good input: what the output folder must hold
+    # False where the input can only be judged after the artifacts are in the cache
+    cache_untouched: bool = True
+    marks: tuple[pytest.MarkDecorator, ...] = ()
+
+
+def terminator_copy(table: int) -> Callable[[PEPatch], None]:
+    """Overwrite a table's all-zero terminator with its last entry (the delay table is the
+    last thing in .rdata, so for the import table the delay directory is dropped first)."""
+    size = 32 if table == DIR_DELAY_IMPORT else 20
+
+    def damage(image: PEPatch) -> None:
+        *entries, terminator = image.descriptors(table)
+        image.write(terminator, image.read(entries[-1], size))
+        if table == DIR_IMPORT:
+            image.set_section(
+                ".rdata", virtual_size=terminator + size - image.section(".rdata").rva
+            )
+            image.set_directory(DIR_DELAY_IMPORT, 0, 0)
+
+    return damage
+
+
+def name_at_end_of_file(image: PEPatch) -> None:
+    last = image.sections[-1]
+    image.set_section(last.name, virtual_size=last.raw_size)
+    image.write(last.rva + last.raw_size - 6, b"abcdef")
+    image.write_u32(image.descriptors(DIR_IMPORT)[0] + 12, last.rva + last.raw_size - 6)
+
+
+def zero_section_header(image: PEPatch) -> None:
+    start = image.sections[1].header_offset
+    image.data[start : start + 40] = bytes(40)
+
+
+def past_the_data(image: PEPatch) -> None:
+    rdata = image.section(".rdata")
+    image.set_section(".rdata", virtual_size=0x4000)
+    image.set_directory(DIR_IMPORT, rdata.rva + rdata.raw_size + 0x100)
+
+
+def profile_with(text: str) -> Callable[[Workspace], list[str]]:
+    """A row whose profile is `text` (a full TOML document) and whose exe is healthy."""
+
+    def setup(ws: Workspace) -> list[str]:
+        ws.app()
+        ws.profile.write_text(text)
+        return ws.build()
+
+    return setup
+
+
+def url_artifact(pin: str, url: str = "https://example.invalid/pinned.zip") -> str:
+    return PROFILE + URL_SOURCE.format(url=url, pin=pin)
+
+
+def config_with(text: str) -> Callable[[Workspace], list[str]]:
+    """A row whose settings come from bundle.toml beside the exe: `bundle build --config`."""
+
+    def setup(ws: Workspace) -> list[str]:
+        ws.app()
+        ws.config.write_text(text.format(profile=ws.profile.as_posix()))
+        args = ws.build("--config", str(ws.config))
+        del args[1]  # the exe comes from bundle.toml
+        return args
+
+    return setup
+
+
+def unicode_path(ws: Workspace) -> None:
+    ws.exe = ws.root / "my app (x64)" / "Ünïcødé 名前" / "app.exe"
+
+
+def unicode_path_damaged(ws: Workspace) -> list[str]:
+    unicode_path(ws)
+    return ws.build(exe=ws.damaged_app(lambda i: i.set_directory(DIR_IMPORT, OUTSIDE)))
+
+
+def unicode_path_healthy(ws: Workspace) -> list[str]:
+    unicode_path(ws)
+    return ws.build(exe=ws.app())
+
+
+def missing_search_folder(ws: Workspace) -> list[str]:
+    ws.app()
+    return ws.build("--search", str(ws.root / "nowhere"))
+
+
+def escaping_lock_entry(ws: Workspace) -> list[str]:
+    precious = ws.root / "precious.dll"
+    precious.write_bytes(b"not bundle's file")
+
+    def add_entry(lock: dict[str, object]) -> None:
+        files = lock["files"]
+        assert isinstance(files, list)
+        files.append({**files[-1], "name": "../precious.dll", "size": precious.stat().st_size})
+
+    ws.edit_lock(add_entry)
+    return ws.build("--clean")
+
+
+def precious_is_kept(ws: Workspace) -> None:
+    assert (ws.root / "precious.dll").read_bytes() == b"not bundle's file"
+
+
+def edit_first_file(key: str, value: object) -> Callable[[dict[str, object]], None]:
+    def edit(lock: dict[str, object]) -> None:
+        files = lock["files"]
+        assert isinstance(files, list)
+        files[0][key] = value
+
+    return edit
+
+
+def lock_row(edit: Callable[[dict[str, object]], object]) -> Callable[[Workspace], list[str]]:
+    def setup(ws: Workspace) -> list[str]:
+        ws.edit_lock(edit)
+        return ws.build()
+
+    return setup
+
+
+def broken_json(ws: Workspace) -> list[str]:
+    ws.previous_build()
+    text = ws.lock.read_text()
+    ws.lock.write_text(text.replace('"profile":', '"profile"', 1))  # a lost colon
+    return ws.build()
+
+
+def corrupt_search_dll(ws: Workspace) -> list[str]:
+    ws.app()
+    image = PEPatch(build_pe(PESpec(imports=("KERNEL32.dll",), file_version=(1, 19, 2, 0))))
+    image.set_directory(DIR_IMPORT, OUTSIDE)
+    (ws.root / "mine").mkdir()
+    (ws.root / "mine" / "onnxruntime.dll").write_bytes(image.to_bytes())
+    return ws.build("--search", str(ws.root / "mine"))
+
+
+LOCK_READ_AFTER_FETCH = (
+    "bundler/build.py reads the previous lock (read_lock(out / LOCK_NAME)) only after "
+    "acquire_profile(), so a bad lock is found after the cache was prepared and every artifact "
+    "acquired (a 2.4 GB download for the GPU profile); read it right after read_inputs()."
+)
+
+CASES = [
+    # --- the exe -------------------------------------------------------------------------------
+    Case(
+        "exe-not-a-pe-file",
+        lambda ws: ws.build(exe=ws.app(b"#!/bin/sh\necho this is no Windows program\n")),
+        ExitCode.INPUT,
+        ("{exe}: not a valid PE file", "right file", "copy, download or build the file again"),
+    ),
+    Case(
+        "exe-empty",
+        lambda ws: ws.build(exe=ws.app(b"")),
+        ExitCode.INPUT,
+        ("{exe}: not a valid PE file (the file is empty)", "build the file again"),
+    ),
+    Case(
+        "exe-headers-cut",
+        lambda ws: ws.build(exe=ws.app(healthy_exe()[:0x100])),
+        ExitCode.INPUT,
+        ("{exe}: truncated PE file", "headers end at byte", "copy or download it again"),
+    ),
+    Case(
+        "exe-section-cut",
+        lambda ws: ws.build(exe=ws.app(healthy_exe()[:-300])),
+        ExitCode.INPUT,
+        ("{exe}: truncated PE file", "section .rdata ends at byte", "copy or download it again"),
+    ),
+    Case(
+        "exe-certificate-cut",
+        lambda ws: ws.build(
+            exe=ws.app(build_pe(PESpec(dll=False, imports=("onnxruntime.dll",), signed=True))[:-8])
+        ),
+        ExitCode.INPUT,
+        ("{exe}: truncated PE file", "certificate table", "copy or download it again"),
+    ),
+    Case(
+        "exe-import-directory-outside-the-file",  # the issue's own case
+        lambda ws: ws.build(exe=ws.damaged_app(lambda i: i.set_directory(DIR_IMPORT, OUTSIDE))),
+        ExitCode.INPUT,
+        (
+            "{exe}: corrupt PE file",
+            "the import directory (RVA 0x7fff0000) points outside every section",
+            "build the file again",
+        ),
+    ),
+    Case(
+        "exe-import-directory-past-the-data",
+        lambda ws: ws.build(exe=ws.damaged_app(past_the_data)),
+        ExitCode.INPUT,
+        ("{exe}: corrupt PE file", "import directory", "past the data of section .rdata"),
+    ),
+    Case(
+        "exe-delay-import-directory-outside",
+        lambda ws: ws.build(
+            exe=ws.damaged_app(lambda i: i.set_directory(DIR_DELAY_IMPORT, OUTSIDE))
+        ),
+        ExitCode.INPUT,
+        ("{exe}: corrupt PE file", "the delay-import directory (RVA 0x7fff0000) points outside"),
+    ),
+    Case(
+        "exe-import-chain-without-terminator",
+        lambda ws: ws.build(exe=ws.damaged_app(terminator_copy(DIR_IMPORT))),
+        ExitCode.INPUT,
+        ("{exe}: corrupt PE file", "the import directory has no terminating entry"),
+    ),
+    Case(
+        "exe-delay-chain-without-terminator",
+        lambda ws: ws.build(exe=ws.damaged_app(terminator_copy(DIR_DELAY_IMPORT))),
+        ExitCode.INPUT,
+        ("{exe}: corrupt PE file", "the delay-import directory has no terminating entry"),
+    ),
+    Case(
+        "exe-dll-name-runs-off-the-file",
+        lambda ws: ws.build(exe=ws.damaged_app(name_at_end_of_file)),
+        ExitCode.INPUT,
+        ("{exe}: corrupt PE file", "DLL name of entry 1 of the import directory runs off"),
+    ),
+    Case(
+        "exe-dll-name-outside",
+        lambda ws: ws.build(
+            exe=ws.damaged_app(lambda i: i.write_u32(i.descriptors(DIR_IMPORT)[1] + 12, OUTSIDE))
+        ),
+        ExitCode.INPUT,
+        ("{exe}: corrupt PE file", "DLL name of entry 2 of the import directory", "outside"),
+    ),
+    Case(
+        "exe-section-header-zeroed",
+        lambda ws: ws.build(exe=ws.damaged_app(zero_section_header)),
+        ExitCode.INPUT,
+        ("{exe}: corrupt PE file", "section header 2 of 3 is damaged"),
+    ),
+    Case(
+        "exe-is-a-folder",
+        lambda ws: ws.build(exe=ws.root),
+        ExitCode.INPUT,
+        ("{root}: is a folder, not a file", "give the path of the file"),
+    ),
+    Case(
+        "exe-does-not-exist",
+        lambda ws: ws.build(),
+        ExitCode.INPUT,
+        ("{exe}: does not exist", "check the path"),
+    ),
+    Case(
+        "exe-x86-with-x64-profile",
+        lambda ws: ws.build(exe=ws.app(machine="x86"), profile=SHIPPED_X64),
+        ExitCode.MACHINE,
+        (
+            "{exe}: built for x86",
+            f"profile '{SHIPPED_X64}' targets x64",
+            "build the app for x64 or choose a profile for x86",
+        ),
+    ),
+    Case(
+        "exe-arm64-with-x64-profile",
+        lambda ws: ws.build(exe=ws.app(machine="arm64"), profile=SHIPPED_X64),
+        ExitCode.MACHINE,
+        ("{exe}: built for arm64", "targets x64", "build the app for x64"),
+    ),
+    Case(
+        "exe-path-with-spaces-and-non-ascii-damaged",
+        unicode_path_damaged,
+        ExitCode.INPUT,
+        ("{exe}: corrupt PE file", "import directory"),
+    ),
+    Case(
+        "exe-path-with-spaces-and-non-ascii-builds",  # a good input that tools often break on
+        unicode_path_healthy,
+        ExitCode.OK,
+        (),
+        expect_files=("app.exe", "onnxruntime.dll", "bundle.lock.json"),
+    ),
+    # --- DLLs the build would take from a --search folder --------------------------------------
+    Case(
+        "search-folder-with-a-corrupt-dll",
+        corrupt_search_dll,
+        ExitCode.INPUT,
+        ("{root}/mine/onnxruntime.dll: corrupt PE file", "import directory"),
+        cache_untouched=False,  # the closure, and so this candidate, comes after acquiring
+        marks=(
+            pytest.mark.xfail(
+                strict=True,
+                raises=WrongExit,
+                reason="bundler/build.py calls resolve() with the default unreadable='finding': "
+                "the corrupt DLL in --search is skipped in silence and another copy is shipped; "
+                "pass unreadable='error' (bundler/resolve.py) so it stops with its InputFileError",
+            ),
+        ),
+    ),
+    Case(
+        "search-folder-does-not-exist",
+        missing_search_folder,
+        ExitCode.INPUT,
+        ("--search {root}/nowhere: no such folder",),
+    ),
+    # --- the profile -----------------------------------------------------------------------------
+    Case(
+        "profile-unknown",
+        lambda ws: ws.build(exe=ws.app(), profile="ort-9.9.9-quantum"),
+        ExitCode.PROFILE,
+        ("unknown profile 'ort-9.9.9-quantum'", "available: ", SHIPPED_X64, "profile .toml"),
+    ),
+    Case(
+        "profile-toml-syntax-error",
+        profile_with(PROFILE.replace('name = "bad-inputs"', "name = bad inputs")),
+        ExitCode.PROFILE,
+        ("{profile}: invalid TOML", "line 3"),
+    ),
+    Case(
+        "profile-newer-schema",
+        profile_with(PROFILE.replace("schema_version = 1", "schema_version = 2")),
+        ExitCode.PROFILE,
+        ("{profile}: schema_version 2 is not supported", "upgrade bundle"),
+    ),
+    Case(
+        "profile-unknown-key",
+        profile_with(PROFILE.replace('architecture = "x64"', 'architecture = "x64"\narch = "x64"')),
+        ExitCode.PROFILE,
+        ("{profile}: unknown key(s): arch",),
+    ),
+    Case(
+        "profile-bad-sha256",
+        profile_with(url_artifact('sha256 = "C04C6342B9E351D2EC7EBD84CE08F3EA"')),
+        ExitCode.PROFILE,
+        ("{profile} [artifacts#2] [sources#1]: key 'sha256' must be 64 lower-case hex digits",),
+    ),
+    Case(
+        "profile-artifact-without-a-pin",
+        profile_with(url_artifact("size = 1234")),
+        ExitCode.PROFILE,
+        ("{profile} [artifacts#2] [sources#1]: key 'sha256' is required",),
+    ),
+    Case(
+        "profile-artifact-without-sources",
+        profile_with(PROFILE.split("[[artifacts.sources]]")[0] + "sources = []\n"),
+        ExitCode.PROFILE,
+        ("{profile} [artifacts#1]: key 'sources' is empty", "sha256"),
+    ),
+    Case(
+        "profile-plain-http-url",
+        profile_with(url_artifact(f'sha256 = "{"0" * 64}"', url="http://example.invalid/a.zip")),
+        ExitCode.PROFILE,
+        ("{profile} [artifacts#2] [sources#1]: key 'url' must be an https:// URL",),
+    ),
+    Case(
+        "profile-negative-size",
+        profile_with(url_artifact(f'sha256 = "{"0" * 64}"\nsize = -1')),
+        ExitCode.PROFILE,
+        ("{profile} [artifacts#2] [sources#1]: key 'size'", "> 0"),
+    ),
+    # --- bundle.toml -----------------------------------------------------------------------------
+    Case(
+        "config-unknown-key",
+        config_with('[build]\nexe = "app.exe"\nprofile = "{profile}"\nprofle = "x"\n'),
+        ExitCode.CONFIG,
+        ("{config} [build]: unknown key(s): profle",),
+    ),
+    Case(
+        "config-unknown-table",
+        config_with(
+            '[build]\nexe = "app.exe"\nprofile = "{profile}"\n[instaler]\nshortcut = true\n'
+        ),
+        ExitCode.CONFIG,
+        ("{config}: unknown key(s): instaler",),
+    ),
+    Case(
+        "config-wrong-type",
+        config_with('[build]\nexe = "app.exe"\nprofile = "{profile}"\nlink = "yes"\n'),
+        ExitCode.CONFIG,
+        ("{config} [build]: key 'link' must be a bool, not str",),
+    ),
+    Case(
+        "config-toml-syntax-error",
+        config_with('[build]\nexe = "app.exe"\nprofile = "{profile}"\nsbom = \n'),
+        ExitCode.CONFIG,
+        ("{config}: invalid TOML", "line 4"),
+    ),
+    # --- the lock file of an earlier build -------------------------------------------------------
+    Case(
+        "lock-newer-schema",
+        lock_row(lambda lock: lock.update(schema_version=2)),
+        ExitCode.PLAN,
+        ("{lock}: lock schema_version 2", "delete it"),
+        marks=(pytest.mark.xfail(strict=True, raises=CacheWritten, reason=LOCK_READ_AFTER_FETCH),),
+    ),
+    Case(
+        "lock-edited-into-invalid-json",
+        broken_json,
+        ExitCode.PLAN,
+        ("{lock}: not a valid bundle lock file", "line 3", "delete it"),
+        marks=(
+            pytest.mark.xfail(
+                strict=True,
+                raises=WrongMessage,
+                reason="bundler/lock.py read_lock(): the message for an invalid lock says what is "
+                "wrong but not what to do; end it like the schema message ('; delete it, the "
+                "next build writes a new one'). Then LOCK_READ_AFTER_FETCH applies here too.",
+            ),
+        ),
+    ),
+    Case(
+        "lock-edited-unknown-field",
+        lock_row(edit_first_file("colour", "red")),
+        ExitCode.PLAN,
+        ("{lock}: not a valid bundle lock file", "colour", "delete it"),
+        marks=(
+            pytest.mark.xfail(
+                strict=True,
+                raises=WrongMessage,
+                reason="bundler/lock.py read_lock() passes Python's TypeError text through "
+                "(\"LockedFile.__init__() got an unexpected keyword argument 'colour'\") and "
+                "says nothing about what to do; name the key and the entry (files[1]) instead",
+            ),
+        ),
+    ),
+    Case(
+        "lock-edited-hash",
+        lock_row(edit_first_file("sha256", "0" * 64)),
+        ExitCode.PLAN,
+        ("{lock}", "app.exe", "sha256", "delete it"),
+        marks=(
+            pytest.mark.xfail(
+                strict=True,
+                raises=WrongExit,
+                reason="bundler/build.py placement_hashes() trusts the lock's sha256 for a file "
+                "that is unchanged by size and mtime: the build exits 0 and writes the edited "
+                "hash into the new lock. bundler/lock.py should record a digest of the lock's "
+                "own content and read_lock() refuse a lock whose digest does not match",
+            ),
+        ),
+    ),
+    Case(
+        "lock-entry-outside-the-output-folder",
+        escaping_lock_entry,
+        ExitCode.PLAN,
+        ("{lock}", "../precious.dll", "outside"),
+        also=precious_is_kept,
+        marks=(
+            pytest.mark.xfail(
+                strict=True,
+                raises=WrongExit,
+                reason="bundler/lock.py read_lock() accepts any file name: with an entry "
+                "'../precious.dll', bundle build --clean deletes a file outside the output "
+                "folder. read_lock() must refuse names that are absolute or contain '..'",
+            ),
+        ),
+    ),
+]
+
+
+# --- the checks -------------------------------------------------------------------------------
+
+
+Snapshot = dict[str, tuple[int, int, str]] | None
+
+
+def snapshot(folder: Path) -> Snapshot:
+    """Every file and folder below `folder`: size, mtime and content hash (None: absent)."""
+    if not folder.exists():
+        return None
+    found: dict[str, tuple[int, int, str]] = {}
+    for path in sorted(folder.rglob("*")):
+        stat = path.lstat()
+        digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "folder"
+        found[path.relative_to(folder).as_posix()] = (stat.st_size, stat.st_mtime_ns, digest)
+    return found
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=c.marks) for c in CASES])
+def test_bad_input(
+    case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    ws = Workspace(tmp_path)
+    if "http" in case.needs:
+        ws.server = request.getfixturevalue("http_server")
+    monkeypatch.setenv(DEPS_ENV, str(ws.deps))
+    args = case.setup(ws)
+    output_before, cache_before = snapshot(ws.out), snapshot(ws.cache)
+
+    result = run_bundle(*args)
+
+    if result.returncode != case.exit_code:
+        raise WrongExit(f"exit {result.returncode}, expected {case.exit_code:d}: {result.stderr}")
+    if "Traceback" in result.stderr:
+        raise WrongMessage(result.stderr)
+    if case.exit_code is ExitCode.OK:
+        missing = [name for name in case.expect_files if not (ws.out / name).is_file()]
+        assert not missing, f"not in the output folder: {missing}"
+    else:
+        check_message(result.stderr, [word.format(**ws.words()) for word in case.words])
+        if snapshot(ws.out) != output_before:
+            raise OutputWritten(f"{ws.out} changed: {snapshot(ws.out)} (was {output_before})")
+        if case.cache_untouched and snapshot(ws.cache) != cache_before:
+            raise CacheWritten(f"{ws.cache} changed: {snapshot(ws.cache)} (was {cache_before})")
+    if case.also is not None:
+        case.also(ws)
+
+
+def check_message(stderr: str, words: list[str]) -> None:
+    if not (stderr.startswith("error: ") and stderr.count("\n") == 1 and stderr.endswith("\n")):
+        raise WrongMessage(f"not one 'error: ...' line: {stderr!r}")
+    absent = [word for word in words if word not in stderr]
+    if absent:
+        raise WrongMessage(f"{absent} not in {stderr!r}")
+
+
+def test_every_exit_code_of_a_row_is_documented() -> None:
+    """The table speaks the README's exit codes; ids are unique (they name the rows in CI)."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    for case in CASES:
+        assert f"| {case.exit_code:d} " in readme or case.exit_code is ExitCode.OK, case.id
+    assert len({case.id for case in CASES}) == len(CASES)
+
+
+def test_the_default_workspace_builds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rows' starting point is a good input: each row's failure is its own bad input."""
+    ws = Workspace(tmp_path)
+    monkeypatch.setenv(DEPS_ENV, str(ws.deps))
+    ws.app()
+    result = run_bundle(*ws.build())
+    assert result.returncode == 0, result.stderr
+    assert (ws.out / "onnxruntime.dll").is_file()
