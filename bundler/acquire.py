@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 from bundler.cache import Cache
 from bundler.download import DownloadPolicy, Pins, ProgressCallback, download
 from bundler.errors import BundleError, FetchError, InputFileError, IntegrityError, SdkMissingError
-from bundler.extract import extract, is_extracted
+from bundler.extract import Extracted, Request, extract_all, is_extracted
 from bundler.pe import format_version, read_pe
 from bundler.profiles import (
     Artifact,
@@ -86,7 +86,22 @@ def acquire_profile(
     if options.mode not in SOURCE_MODES:
         raise FetchError(f"--source {options.mode}: use one of {', '.join(SOURCE_MODES)}.")
     cache.prepare()
-    return [Acquirer(profile, cache, options, progress).get(a) for a in profile.artifacts]
+    acquirer = Acquirer(profile, cache, options, progress)
+    if options.verify:
+        acquirer.verify_cached()
+    return acquirer.unpack([acquirer.get(artifact) for artifact in profile.artifacts])
+
+
+@dataclass(frozen=True)
+class _Archive:
+    """A verified archive in the cache whose tree is still to be extracted (or reused)."""
+
+    artifact: Artifact
+    source: UrlSource | PipSource
+    blob: Path
+    origin: str
+    cached: bool
+    skipped: tuple[str, ...]
 
 
 class Acquirer:
@@ -97,8 +112,47 @@ class Acquirer:
         self.cache = cache
         self.options = options
         self.progress = progress
+        self.verified: set[str] = set()  # blobs re-hashed by this run (--verify)
 
-    def get(self, artifact: Artifact) -> Acquired:
+    def verify_cached(self) -> None:
+        """--verify: re-hash the blob each artifact would take from the cache, all files at
+        once on their own threads (hashlib releases the GIL), so the pass costs about the
+        largest file or the total over the cores, whichever is more, not the sum."""
+        blobs: list[tuple[str, int | None]] = []
+        for artifact in self.profile.artifacts:
+            for source in self._allowed(artifact):
+                if (
+                    isinstance(source, UrlSource | PipSource)
+                    and self.cache.blob(source.sha256).is_file()
+                ):
+                    blobs.append((source.sha256, _size(source)))
+                    break
+        self.cache.verify(blobs)
+        self.verified.update(sha256 for sha256, _ in blobs)
+
+    def unpack(self, outcomes: Sequence[Acquired | _Archive]) -> list[Acquired]:
+        """Extract (or reuse) the trees of all archives at once: one pool of threads inflates
+        the members of every archive, largest first."""
+        archives = [item for item in outcomes if isinstance(item, _Archive)]
+        requests = [
+            Request(item.blob, item.source.sha256, item.artifact.licenses, has_sdk(item.source))
+            for item in archives
+        ]
+        root = self.cache.extract_root
+        fresh = [
+            _filename(item.source)
+            for item, request in zip(archives, requests, strict=True)
+            if not is_extracted(root, request.sha256, request.licence_names, sdk=request.sdk)
+        ]
+        what = fresh[0] if len(fresh) == 1 else f"{len(fresh)} archives"
+        report = self.progress(f"extracting {what}", None) if fresh else None
+        trees = iter(extract_all(requests, root, progress=report))
+        return [
+            self._acquired(item, next(trees)) if isinstance(item, _Archive) else item
+            for item in outcomes
+        ]
+
+    def get(self, artifact: Artifact) -> Acquired | _Archive:
         """Cache, then every mirror for every allowed archive source, then the sources
         themselves in profile order (network or local install), then --search folders."""
         allowed = self._allowed(artifact)
@@ -164,15 +218,18 @@ class Acquirer:
             f"--mirror DIR with {names} in DIR, or allow a connection to {hosts}."
         )
 
-    def _from_cache(self, artifact: Artifact, allowed: Sequence[Source]) -> Acquired | None:
+    def _from_cache(self, artifact: Artifact, allowed: Sequence[Source]) -> _Archive | None:
         for source in allowed:
             if isinstance(source, UrlSource | PipSource):
-                blob = self.cache.lookup(source.sha256, _size(source), self.options.verify)
+                verify = self.options.verify and source.sha256 not in self.verified
+                blob = self.cache.lookup(source.sha256, _size(source), verify)
                 if blob is not None:
-                    return self._finish(artifact, source, blob, "cache", True, ())
+                    return _Archive(artifact, source, blob, "cache", True, ())
         return None
 
-    def _from_source(self, artifact: Artifact, source: Source, skipped: list[str]) -> Acquired:
+    def _from_source(
+        self, artifact: Artifact, source: Source, skipped: list[str]
+    ) -> Acquired | _Archive:
         if isinstance(source, DirSource):
             base = os.environ.get(source.env)
             if not base:
@@ -189,14 +246,14 @@ class Acquirer:
         source: UrlSource | PipSource,
         transfer: Callable[[UrlSource | PipSource], tuple[Path, str]],
         skipped: list[str],
-    ) -> Acquired:
+    ) -> _Archive:
         """One writer per archive across processes; a waiter finds the winner's copy."""
         with self.cache.lock(source.sha256):
             blob = self.cache.lookup(source.sha256, _size(source))
             if blob is not None:
-                return self._finish(artifact, source, blob, "cache", True, tuple(skipped))
+                return _Archive(artifact, source, blob, "cache", True, tuple(skipped))
             blob, origin = transfer(source)
-        return self._finish(artifact, source, blob, origin, False, tuple(skipped))
+        return _Archive(artifact, source, blob, origin, False, tuple(skipped))
 
     def _from_mirrors(self, source: UrlSource | PipSource) -> tuple[Path, str]:
         reasons = []
@@ -271,38 +328,22 @@ class Acquirer:
             reasons.append(problem)
         raise SourceSkipped("; ".join(reasons))
 
-    def _finish(
-        self,
-        artifact: Artifact,
-        source: UrlSource | PipSource,
-        blob: Path,
-        origin: str,
-        cached: bool,
-        skipped: tuple[str, ...],
-    ) -> Acquired:
-        size, sdk = blob.stat().st_size, has_sdk(source)
-        root = self.cache.extract_root
-        fresh = not is_extracted(root, source.sha256, artifact.licenses, sdk=sdk)
-        report = self.progress(f"extracting {_filename(source)}", size) if fresh else None
-        if report:
-            report(0, size)
-        tree = extract(blob, source.sha256, root, artifact.licenses, sdk=sdk)
-        if report:
-            report(size, size)
+    def _acquired(self, item: _Archive, tree: Extracted) -> Acquired:
+        source, artifact = item.source, item.artifact
         return Acquired(
             artifact=artifact.name,
             version=artifact.version,
             source=source.kind,
-            origin=origin,
+            origin=item.origin,
             pinned=pinned_location(source),
             filename=_filename(source),
             sha256=source.sha256,
-            size=size,
-            cached=cached,
+            size=item.blob.stat().st_size,
+            cached=item.cached,
             folder=tree.root,
             dll_folders=dll_folders(tree.root, artifact),
-            skipped=skipped,
-            sdk=sdk,
+            skipped=item.skipped,
+            sdk=has_sdk(source),
         )
 
 
@@ -387,11 +428,13 @@ def _check_local_dll(path: Path, source: DirSource | None, machine: str) -> str 
 
 def dll_folders(root: Path, artifact: Artifact) -> tuple[Path, ...]:
     """Folders of the extracted tree holding the artifact's DLLs (archives differ: lib/, bin/,
-    onnxruntime/capi/, a wheel's .data/data/Scripts/), found by scanning, never hard-coded."""
+    onnxruntime/capi/, a wheel's .data/data/Scripts/), found by scanning, never hard-coded.
+    os.walk, not Path.rglob: this runs on every build, and a Path per file costs more."""
     folders: dict[Path, int] = {}
-    for path in sorted(root.rglob("*")):
-        if path.is_file() and any(matches(want, path.name) for want in artifact.provides):
-            folders[path.parent] = folders.get(path.parent, 0) + 1
+    for folder, _, names in os.walk(root):
+        found = sum(1 for name in names if any(matches(want, name) for want in artifact.provides))
+        if found:
+            folders[Path(folder)] = found
     return tuple(sorted(folders, key=lambda folder: (-folders[folder], str(folder))))
 
 

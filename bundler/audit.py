@@ -132,6 +132,7 @@ class AuditReport:
     suppressed: tuple[Finding, ...] = ()  # matched an --ignore rule: shown, never counted
     load_proof: LoadProof | None = None  # what the real loader said (--run)
     archive: Path | None = None  # the .zip/.7z PATH was; `folder` is then its unpacked copy
+    signatures: bool = False  # the Authenticode signatures were checked (--signatures)
     tool_version: str = __version__
 
     def count(self, severity: Severity) -> int:
@@ -160,6 +161,7 @@ class AuditReport:
             "findings": [_finding_dict(item) for item in self.findings],
             "suppressed": [_finding_dict(item) for item in self.suppressed],
             "load_proof": self.load_proof.to_dict() if self.load_proof else None,
+            "signatures_checked": self.signatures,
             "plan": plan_summary(self.plan),
         }
 
@@ -346,8 +348,26 @@ def installed_by_redist(plan: Plan) -> Plan:
 
 def run_checks(audited: Audited) -> tuple[Finding, ...]:
     """Every check's findings, errors first, then by code and file."""
-    found = [item for check in CHECKS.values() for item in check(audited)]
+    return ordered(item for check in CHECKS.values() for item in check(audited))
+
+
+def ordered(found: Iterable[Finding]) -> tuple[Finding, ...]:
     return tuple(sorted(found, key=lambda f: (severity_rank(f.severity), f.code, f.files)))
+
+
+def with_signatures(report: AuditReport, ignore: Sequence[Suppression] = ()) -> AuditReport:
+    """--signatures: every PE file of the folder's Authenticode signature (BA601, BA602)."""
+    from bundler.signatures import signature_findings
+
+    names = [entry.name for entry in os.scandir(report.folder) if entry.is_file()]
+    found = signature_findings(report.folder, filter(is_pe_name, names), report.profile)
+    kept, suppressed = suppress(found, ignore)
+    return replace(
+        report,
+        findings=ordered([*report.findings, *kept]),
+        suppressed=(*report.suppressed, *suppressed),
+        signatures=True,
+    )
 
 
 # --- helpers shared by the checks ---------------------------------------------------------------

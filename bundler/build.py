@@ -7,9 +7,11 @@ there. Files go first, the lock file last, so the lock always describes complete
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bundler.acquire import (
     Acquired,
@@ -18,8 +20,7 @@ from bundler.acquire import (
     acquire_profile,
     dll_search_path,
 )
-from bundler.archive import ArchiveResult, archive_format, write_archive
-from bundler.cache import Cache, file_sha256
+from bundler.cache import Cache, files_sha256
 from bundler.deploy import Counters, Deployment, Placement, apply, plan_deployment, same_file
 from bundler.errors import ConfigError, LockMismatchError, MissingDependenciesError
 from bundler.lock import LOCK_NAME, Lock, LockedFile, differences, read_lock, write_lock
@@ -32,6 +33,9 @@ from bundler.resolve import read_inputs, resolve
 from bundler.sbom import SBOM_NAME, write_sbom
 from bundler.system import load_system_policy
 from bundler.vcruntime import apply_vc_runtime_policy, required_vc_runtime
+
+if TYPE_CHECKING:  # bundler.archive (py7zr) is imported only when --archive asks for it
+    from bundler.archive import ArchiveResult
 
 LICENSES_DIR = "licenses"
 VC_REDIST_NAME = "vc_redist.x64.exe"
@@ -100,15 +104,24 @@ def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
         )
     installer = options.installer.checked()
     if options.archive is not None:
+        from bundler.archive import archive_format
+
         archive_format(options.archive)  # a wrong suffix fails before any work
+    previous = read_lock(out / LOCK_NAME)  # a bad lock fails before any download, too
     cache = Cache(options.cache_dir)
     acquired = acquire_profile(profile, cache, options.acquire, progress)
     search = list(options.search) + dll_search_path(acquired)
-    plan = resolve([app], profile, load_system_policy(), search, app_folders_first=False)
+    plan = resolve(
+        [app], profile, load_system_policy(), search, app_folders_first=False, unreadable="error"
+    )
     plan = apply_vc_runtime_policy(attach_provenance(plan, acquired), mode)
     require_complete(plan)
+    if profile.signatures == "verify":
+        from bundler.signatures import verify_vendor_signatures
+
+        bundled = plan.with_status(Status.BUNDLED)
+        verify_vendor_signatures([(i.name, Path(i.source or "")) for i in bundled], profile)
     placed = placements(plan, profile, acquired, options, out)
-    previous = read_lock(out / LOCK_NAME)
     sizes = {item.name: item.size for item in previous.files} if previous else {}
     deployment = plan_deployment(
         [p for p, _ in placed], out, sizes, options.link, options.force, options.clean
@@ -133,6 +146,8 @@ def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
     if options.postbuild is not None:
         result.postbuild = write_postbuild(lock, out, out, options.postbuild)
     if options.archive is not None:
+        from bundler.archive import write_archive
+
         total = sum(item.size for item in lock.files)
         packing = progress(f"packing {options.archive}", total)
         result.archive = write_archive(out, lock, options.archive, packing)
@@ -197,9 +212,9 @@ def licence_placements(
         artifact = artifacts[item.artifact]
         wanted = {name.lower() for name in artifact.licenses}
         first: dict[str, Path] = {}  # one file per licence name: the first in path order
-        for path in sorted(item.folder.rglob("*")):
-            if path.name.lower() in wanted and path.is_file():
-                first.setdefault(path.name.lower(), path)
+        found = (Path(folder) / name for folder, _, names in os.walk(item.folder) for name in names)
+        for path in sorted(path for path in found if path.name.lower() in wanted):
+            first.setdefault(path.name.lower(), path)
         for path in first.values():
             member = path.relative_to(item.folder).as_posix()
             source = Source("license", None, artifact, item.sha256, member)
@@ -217,9 +232,11 @@ def placement_hashes(
 ) -> dict[str, str]:
     """SHA-256 of every placed file without re-reading what is already known: the cache's
     memo of extracted members, else the previous lock for a target that is still identical
-    to its source; only then the file itself (counted in counters.hashed)."""
+    to its source; only then the file itself (counted in counters.hashed), all such files
+    at once on parallel threads."""
     locked = previous.by_name() if previous else {}
-    hashes = {}
+    hashes: dict[str, str] = {}
+    unknown: list[tuple[Placement, Source]] = []
     for placement, source in placed:
         known = None
         if source.archive_sha256 and source.member:
@@ -229,12 +246,16 @@ def placement_hashes(
         if known is None and unchanged and same_file(placement.source, out / placement.name):
             known = entry.sha256 if entry else None
         if known is None:
-            known = file_sha256(placement.source)
-            counters.hashed += 1
-            if source.archive_sha256 and source.member:
-                cache.remember_hash(source.archive_sha256, source.member, placement.source, known)
-        hashes[placement.name] = known
-    return hashes
+            unknown.append((placement, source))
+        else:
+            hashes[placement.name] = known
+    computed = files_sha256([placement.source for placement, _ in unknown])
+    for (placement, source), digest in zip(unknown, computed, strict=True):
+        counters.hashed += 1
+        if source.archive_sha256 and source.member:
+            cache.remember_hash(source.archive_sha256, source.member, placement.source, digest)
+        hashes[placement.name] = digest
+    return {placement.name: hashes[placement.name] for placement, _ in placed}
 
 
 def _lock(

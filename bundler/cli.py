@@ -14,31 +14,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+# Module level: only what the option defaults need. Every command imports its modules itself,
+# so starting the CLI costs what the command uses (benchmarks/, P3).
 from bundler import __version__, views
-from bundler.acquire import AcquireOptions, acquire_profile, dll_search_path, export_archives
-from bundler.appconfig import CONFIG_NAME, AppConfig, find_config, load_config
-from bundler.audit import AuditReport, as_archived, is_archive, parse_suppression, unpacked
-from bundler.audit import audit as run_audit
-from bundler.build import BuildOptions
-from bundler.build import build as run_build
-from bundler.cache import Cache, default_cache_dir
-from bundler.download import DownloadPolicy
 from bundler.errors import BundleError, ConfigError, ExitCode, InputFileError
-from bundler.explain import explain
-from bundler.lock import LOCK_NAME, Lock, read_lock
-from bundler.msbuild import DEFAULT_OUT, MsbuildOptions, lay_out
-from bundler.plan import Plan
-from bundler.profiles import DEFAULT_PROFILE, available_profiles, load_profile
-from bundler.progress import progress_for
-from bundler.render_iss import ISS_NAME, IssSettings, write_iss
-from bundler.render_junit import write_junit
-from bundler.render_postbuild import PostbuildSettings, write_postbuild
-from bundler.resolve import read_inputs, resolve
-from bundler.system import load_system_policy
+from bundler.profiles import DEFAULT_PROFILE
+from bundler.render_msbuild import DEFAULT_OUT
+
+if TYPE_CHECKING:
+    from bundler.appconfig import AppConfig
+    from bundler.audit import AuditReport
+    from bundler.lock import Lock
+    from bundler.plan import Plan
+    from bundler.render_iss import IssSettings
 
 app = typer.Typer(
     help="Ship Windows apps that embed ONNX Runtime 1.19.2 with every DLL they need.",
@@ -178,6 +170,13 @@ def _resolve(
     cache_dir: Path | None = None,
 ) -> Plan:
     """Inputs are read before any fetch, so a wrong exe fails at once, not after a download."""
+    from bundler.acquire import AcquireOptions, acquire_profile, dll_search_path
+    from bundler.cache import Cache, default_cache_dir
+    from bundler.profiles import load_profile
+    from bundler.progress import progress_for
+    from bundler.resolve import read_inputs, resolve
+    from bundler.system import load_system_policy
+
     profile = load_profile(profile_name)
     apps = read_inputs(files, profile, search)
     if fetch:
@@ -232,6 +231,10 @@ def audit(
         bool,
         typer.Option("--run", help="Load proof: start the app (under Wine off Windows) too."),
     ] = False,
+    signatures: Annotated[
+        bool,
+        typer.Option("--signatures", help="Also verify the DLLs' Authenticode signatures."),
+    ] = False,
     run_args: Annotated[
         list[str] | None,
         typer.Option("--run-arg", metavar="ARG", help="An argument for the app with --run."),
@@ -242,13 +245,21 @@ def audit(
     ] = None,
 ) -> None:
     """Check a shipped folder as the target machine will see it; exit 17 on errors."""
+    from bundler.audit import as_archived, parse_suppression, with_signatures
+    from bundler.audit import audit as run_audit
+    from bundler.render_junit import write_junit
+
     rules = [parse_suppression(text) for text in ignore or ()]
     with _audit_target(path) as (target, inner):
         report = run_audit(target, profile, rules)
+        if signatures:
+            report = with_signatures(report, rules)
         if run:
             from bundler.loadproof import prove_load
 
-            report = prove_load(report, tuple(run_args or ()))
+            report = prove_load(
+                report, tuple(run_args or ()), ignore=rules, note=lambda m: typer.echo(m, err=True)
+            )
         if inner is not None:
             report = as_archived(report, path, inner)
     if junit is not None:
@@ -269,6 +280,8 @@ def audit(
 @contextmanager
 def _audit_target(path: Path) -> Iterator[tuple[Path, str | None]]:
     """PATH itself, or for an archive its unpacked folder (and the folder's path inside)."""
+    from bundler.audit import is_archive, unpacked
+
     if not is_archive(path):
         yield path, None
         return
@@ -278,6 +291,8 @@ def _audit_target(path: Path) -> Iterator[tuple[Path, str | None]]:
 
 def _print_explanation(report: AuditReport, dll: str, as_json: bool) -> None:
     """0 when DLL's whole closure is in the folder, the audit-error code when not."""
+    from bundler.explain import explain
+
     explanation = explain(report.plan, report.profile, dll)
     if explanation is None:
         raise typer.BadParameter(
@@ -308,6 +323,12 @@ def fetch(
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Acquire and verify every artifact of a profile; print what came from where."""
+    from bundler.acquire import AcquireOptions, acquire_profile, export_archives
+    from bundler.cache import Cache, default_cache_dir
+    from bundler.download import DownloadPolicy
+    from bundler.profiles import load_profile
+    from bundler.progress import progress_for
+
     options = AcquireOptions(
         mode=source,
         mirrors=tuple(mirror or ()),
@@ -390,6 +411,13 @@ def build(
 ) -> None:
     """Deploy EXE's complete DLL closure next to it (or into --out), with a lock file and an
     Inno Setup script."""
+    from bundler.acquire import AcquireOptions
+    from bundler.build import BuildOptions
+    from bundler.build import build as run_build
+    from bundler.cache import default_cache_dir
+    from bundler.download import DownloadPolicy
+    from bundler.progress import progress_for
+
     settings = _app_config(config, exe)
     chosen_exe = exe or settings.exe
     if chosen_exe is None:
@@ -467,6 +495,8 @@ def render_iss(
     require_gpu: RequireGpuOption = None,
 ) -> None:
     """Render the Inno Setup script of a built bundle from its lock file, without building."""
+    from bundler.render_iss import ISS_NAME, write_iss
+
     settings = _app_config(config, None)
     lock_path, bundle = _lock_to_render(lock, settings)
     installer = _installer(
@@ -500,6 +530,8 @@ def render_postbuild(
 ) -> None:
     """Render postbuild.cmd (copies the bundle's DLLs into a build's output folder) and
     postbuild.event.xml (the MSBuild post-build event calling it) from a lock file."""
+    from bundler.render_postbuild import PostbuildSettings, write_postbuild
+
     settings = _app_config(config, None)
     lock_path, bundle = _lock_to_render(lock, settings)
     configured = settings.postbuild.project_dir if settings.postbuild else None
@@ -510,6 +542,8 @@ def render_postbuild(
 
 def _lock_to_render(lock: Path | None, settings: AppConfig) -> tuple[Path, Lock]:
     """The lock a render command works from: --lock, else bundle.toml's output folder's."""
+    from bundler.lock import read_lock
+
     lock_path = lock or _default_lock(settings)
     bundle = read_lock(lock_path)
     if bundle is None:
@@ -519,11 +553,15 @@ def _lock_to_render(lock: Path | None, settings: AppConfig) -> tuple[Path, Lock]
 
 def _default_lock(settings: AppConfig) -> Path:
     """The lock of bundle.toml's output folder (else of its exe's folder), else ./"""
+    from bundler.lock import LOCK_NAME
+
     folder = settings.out or (settings.exe.parent if settings.exe else Path.cwd())
     return folder / LOCK_NAME
 
 
 def _app_config(config: Path | None, exe: Path | None) -> AppConfig:
+    from bundler.appconfig import CONFIG_NAME, AppConfig, find_config, load_config
+
     path = config or find_config(exe.parent if exe else Path.cwd())
     if config is not None and not config.is_file():
         raise ConfigError(f"--config {config}: no such file.")
@@ -550,6 +588,12 @@ def msbuild(
 ) -> None:
     """Lay out a folder for Visual Studio: ORT's headers, import library and DLL closure, with
     ort-bundle.props and ort-bundle.targets to import in a .vcxproj."""
+    from bundler.acquire import AcquireOptions
+    from bundler.cache import default_cache_dir
+    from bundler.download import DownloadPolicy
+    from bundler.msbuild import MsbuildOptions, lay_out
+    from bundler.progress import progress_for
+
     options = MsbuildOptions(
         profile=profile,
         cache_dir=cache_dir or default_cache_dir(),
@@ -569,6 +613,8 @@ def msbuild(
 @cache_app.command("list")
 def cache_list(cache_dir: CacheDirOption = None) -> None:
     """List the verified archives in the cache."""
+    from bundler.cache import Cache, default_cache_dir
+
     cache = Cache(cache_dir or default_cache_dir())
     typer.echo(views.cache_table(cache.root, cache.entries()))
 
@@ -581,6 +627,8 @@ def cache_clean(
     ] = False,
 ) -> None:
     """Remove partial downloads and extracted trees (with --all, the archives too)."""
+    from bundler.cache import Cache, default_cache_dir
+
     cache = Cache(cache_dir or default_cache_dir())
     freed = cache.clean(everything)
     typer.echo(f"freed {views.human_size(freed)} in {cache.root}")
@@ -589,6 +637,8 @@ def cache_clean(
 @profiles_app.callback(invoke_without_command=True)
 def profiles_list(ctx: typer.Context) -> None:
     """List the shipped target profiles."""
+    from bundler.profiles import available_profiles, load_profile
+
     if ctx.invoked_subcommand is None:
         profiles = [load_profile(name) for name in available_profiles()]
         typer.echo(views.profile_table(profiles))
@@ -600,6 +650,8 @@ def profiles_show(
     as_json: JsonOption = False,
 ) -> None:
     """Print one profile in full."""
+    from bundler.profiles import load_profile
+
     profile = load_profile(name)
     typer.echo(views.profile_json(profile) if as_json else views.profile_detail(profile))
 
@@ -615,8 +667,13 @@ def profiles_check(
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Scan a profile's DLLs and compare what they load at run time with its rules."""
+    from bundler.acquire import AcquireOptions, acquire_profile, dll_search_path
+    from bundler.cache import Cache, default_cache_dir
     from bundler.drift import check_profile
+    from bundler.profiles import load_profile
+    from bundler.progress import progress_for
     from bundler.scan import profile_binaries, scan_all
+    from bundler.system import load_system_policy
 
     profile = load_profile(name)
     options = AcquireOptions(
@@ -631,6 +688,61 @@ def profiles_check(
     typer.echo(views.drift_json(report) if as_json else views.drift_table(report))
     if report.failures:
         raise typer.Exit(ExitCode.PROFILE)
+
+
+@profiles_app.command("new")
+def profiles_new(
+    ort: Annotated[str, typer.Option("--ort", help="The ORT release, e.g. 1.20.2.")],
+    flavour: Annotated[
+        str, typer.Option("--flavour", help="gpu-cuda12, cpu, directml, or a flavour .toml.")
+    ],
+    components: Annotated[
+        str | None,
+        typer.Option("--components", help="The flavour's component set (default: its own)."),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the profile here (default: stdout).")
+    ] = None,
+    index_url: Annotated[
+        str | None,
+        typer.Option(
+            "--index-url", help="PEP 691 package index (default: $PIP_INDEX_URL or PyPI)."
+        ),
+    ] = None,
+    cache_dir: CacheDirOption = None,
+    allow_http: AllowHttpOption = False,
+) -> None:
+    """Derive a profile for an ORT release from its wheels: pins, DLLs, roots, rules."""
+    from bundler.acquire import AcquireOptions
+    from bundler.cache import Cache, default_cache_dir
+    from bundler.derive import NewProfile, derive_profile
+    from bundler.derive.flavours import load_flavour
+    from bundler.derive.index import default_index_url
+    from bundler.download import DownloadPolicy
+    from bundler.errors import OutputError
+    from bundler.progress import progress_for
+
+    chosen = load_flavour(flavour)
+    request = NewProfile(
+        ort=ort,
+        flavour=chosen,
+        components=chosen.components(components),
+        index_url=index_url or default_index_url(),
+        policy=DownloadPolicy(allow_http=allow_http),
+        command=f"bundle profiles new --ort {ort} --flavour {chosen.name} "
+        f"--components {chosen.components(components).name}",
+    )
+    options = AcquireOptions(mode="pip", policy=request.policy)
+    cache = Cache(cache_dir or default_cache_dir())
+    derived = derive_profile(request, cache, options, progress_for)
+    if out is None:
+        typer.echo(derived.text, nl=False)
+        return
+    try:
+        out.write_text(derived.text, encoding="utf-8")
+    except OSError as exc:
+        raise OutputError(f"{out}: cannot write the profile ({exc.strerror}).") from None
+    typer.echo(f"wrote {out} ({derived.name}): review it, then bundle build --profile {out}")
 
 
 @app.command()
@@ -651,8 +763,10 @@ def scan(
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Find the DLLs a binary may load at run time (LoadLibrary), with the evidence."""
+    from bundler.profiles import load_profile
     from bundler.scan import Pool
     from bundler.scan import scan as scan_file
+    from bundler.system import load_system_policy
 
     for dll in dlls:
         if not dll.is_file():

@@ -8,14 +8,24 @@ Decide first (`plan_deployment`, reads only), then apply (`apply`). Rules:
 - a different file that bundle did not write (not in the previous lock file) is never
   overwritten without --force;
 - --clean removes the files an earlier build wrote (from its lock), and nothing else.
+
+Copying costs what the kernel's copy costs (benchmarks/README.md, P2): a reflink (FICLONE) where
+the filesystem shares blocks (Btrfs, XFS, bcachefs; ReFS / Dev Drive block cloning on Windows
+is for later), else `copy_file_range` / `sendfile` as shutil.copyfile uses them, in chunks so
+the progress bar moves, several files at once. Like cp, xcopy and MSBuild's Copy, nothing is
+fsynced: the rename protects against a killed build, the page cache writes the bytes back.
 """
 
 from __future__ import annotations
 
+import errno
 import filecmp
+import io
 import os
-import shutil
-from collections.abc import Mapping, Sequence
+import sys
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +34,16 @@ from bundler.errors import ConflictError, InputFileError
 from bundler.pe import format_version, read_pe
 
 TEMP_SUFFIX = ".bundle-tmp"
+COPY_CHUNK = 64 << 20  # bytes per kernel copy call: the progress bar moves between calls
+# Files copied at once: a page-cache copy is CPU work in the kernel, so two files on two cores
+# take about half the time of one after the other (measured: benchmarks/README.md, P2).
+COPY_WORKERS = max(2, min(4, os.cpu_count() or 2))
+FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int), share the source's blocks
+# What a filesystem or kernel without a fast path answers: fall back to the next method.
+_NO_FAST_PATH = {
+    errno.EBADF, errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV,
+    errno.ENOTTY, errno.EPERM, errno.ETXTBSY,
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -139,41 +159,84 @@ def _describe(path: Path) -> str:
 def apply(
     deployment: Deployment, counters: Counters, progress: ProgressCallback | None = None
 ) -> None:
-    """Carry out the steps; `progress` hears (bytes placed, bytes to place) after each file."""
+    """Carry out the steps; `progress` hears (bytes placed, bytes to place) as bytes land."""
     out = deployment.out
-    total = deployment.bytes_to_write
-    done = 0
     out.mkdir(parents=True, exist_ok=True)
     remove_leftovers(out)
     for name in deployment.removals:
         if (out / name).is_file():
             (out / name).unlink()
             counters.removed += 1
+    writes = []
     for step in deployment.steps:
         if step.action in ("skip", "touch"):
             counters.skipped += 1
             if step.action == "touch":  # later builds then pass the quick check
                 stat = step.placement.source.stat()
                 os.utime(out / step.placement.name, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        else:
+            writes.append(step)
+    _place_all(writes, out, counters, _Meter(deployment.bytes_to_write, progress))
+
+
+def _place_all(steps: Sequence[Step], out: Path, counters: Counters, meter: _Meter) -> None:
+    """Largest files first on COPY_WORKERS threads; the first error is raised after the
+    files already being written are finished or removed."""
+    ordered = sorted(steps, key=lambda step: step.placement.size, reverse=True)
+    with ThreadPoolExecutor(max_workers=COPY_WORKERS, thread_name_prefix="bundle-copy") as pool:
+        futures = [pool.submit(_place, step, out, meter) for step in ordered]
+        try:
+            for future in futures:
+                if future.exception() is not None:
+                    break
+        finally:  # after an error or Ctrl-C, files not yet started are not started
+            for other in futures:
+                other.cancel()
+    for step, future in zip(ordered, futures, strict=True):
+        if future.cancelled():
             continue
-        _place(step, out, counters)
-        done += step.placement.size
-        if progress is not None:
-            progress(done, total)
+        if future.result():
+            counters.linked += 1
+        else:
+            counters.copied += 1
+            counters.bytes_written += step.placement.size
 
 
-def _place(step: Step, out: Path, counters: Counters) -> None:
+class _Meter:
+    """Bytes placed by all threads, told to one progress callback (under a lock: the callback
+    draws on a terminal)."""
+
+    def __init__(self, total: int, progress: ProgressCallback | None) -> None:
+        self.total, self.progress = total, progress
+        self.done = 0
+        self._lock = threading.Lock()
+
+    def add(self, count: int) -> None:
+        if self.progress is None:
+            return
+        with self._lock:
+            self.done += count
+            self.progress(self.done, self.total)
+
+
+def _place(step: Step, out: Path, meter: _Meter) -> bool:
+    """Write one file under a temporary name, then rename it into place. True when it was
+    hard-linked, False when copied."""
     target = out / step.placement.name
     target.parent.mkdir(parents=True, exist_ok=True)
     temp = target.with_name(f".{target.name}{TEMP_SUFFIX}")
     temp.unlink(missing_ok=True)
-    if step.action == "link" and _try_link(step.placement.source, temp):
-        counters.linked += 1
-    else:
-        _copy(step.placement.source, temp)
-        counters.copied += 1
-        counters.bytes_written += step.placement.size
-    os.replace(temp, target)
+    try:
+        linked = step.action == "link" and _try_link(step.placement.source, temp)
+        if linked:
+            meter.add(step.placement.size)
+        else:
+            _copy(step.placement.source, temp, meter.add)
+        os.replace(temp, target)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    return linked
 
 
 def _try_link(source: Path, temp: Path) -> bool:
@@ -184,13 +247,69 @@ def _try_link(source: Path, temp: Path) -> bool:
         return False
 
 
-def _copy(source: Path, temp: Path) -> None:
+def _copy(source: Path, temp: Path, advance: Callable[[int], None]) -> None:
+    """Reflink, else the kernel's copy, else read/write; the source's times are kept (the
+    quick check of the next build compares them)."""
     with source.open("rb") as reader, temp.open("wb") as writer:
-        shutil.copyfileobj(reader, writer, 1 << 20)
-        writer.flush()
-        os.fsync(writer.fileno())
+        size = os.fstat(reader.fileno()).st_size
+        if _clone(reader.fileno(), writer.fileno()):
+            advance(size)
+        elif not _kernel_copy(reader.fileno(), writer.fileno(), size, advance):
+            _user_copy(reader, writer, advance)
     stat = source.stat()
-    os.utime(temp, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # keeps the quick check valid
+    os.utime(temp, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def _clone(source: int, target: int) -> bool:
+    """FICLONE: the copy shares the source's blocks (instant, no space used) where the
+    filesystem can; False where it cannot (ext4, tmpfs, another filesystem, not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import fcntl
+
+    try:
+        fcntl.ioctl(target, FICLONE, source)
+        return True
+    except OSError as exc:
+        if exc.errno in _NO_FAST_PATH:
+            return False
+        raise
+
+
+def _kernel_copy(source: int, target: int, size: int, advance: Callable[[int], None]) -> bool:
+    """copy_file_range, else sendfile, in COPY_CHUNK steps: the bytes never enter Python.
+    False when neither moves a byte here (some filesystems refuse, or answer 0 at once):
+    then nothing was written and the caller copies by hand."""
+    methods: list[Callable[[int], int]] = []
+    if hasattr(os, "copy_file_range"):
+        methods.append(lambda offset: os.copy_file_range(source, target, COPY_CHUNK))
+    if sys.platform.startswith("linux"):  # file-to-file sendfile: Linux only
+        methods.append(lambda offset: os.sendfile(target, source, offset, COPY_CHUNK))
+    for method in methods:
+        done = 0
+        try:
+            while sent := method(done):
+                done += sent
+                advance(sent)
+        except OSError as exc:
+            if done or exc.errno not in _NO_FAST_PATH:
+                raise
+        if done == size:
+            return True
+        if done:
+            raise OSError(errno.EIO, f"copied {done} of {size} bytes: the source changed")
+    return False
+
+
+def _user_copy(
+    reader: io.BufferedReader, writer: io.BufferedWriter, advance: Callable[[int], None]
+) -> None:
+    """The portable way (Windows, macOS): one reused 1 MiB buffer."""
+    buffer = bytearray(1 << 20)
+    view = memoryview(buffer)
+    while count := reader.readinto(buffer):
+        writer.write(view[:count])
+        advance(count)
 
 
 def remove_leftovers(out: Path) -> list[Path]:

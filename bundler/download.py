@@ -25,13 +25,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 from urllib.parse import urlsplit
 
-import requests
-import urllib3
-
 from bundler.errors import FetchError, IntegrityError
+
+if TYPE_CHECKING:  # imported when a download starts: most commands never need the network
+    import requests
 
 ProgressCallback = Callable[[int, int | None], None]
 """Called as bytes arrive with (bytes done, total size or None when the server does not say)."""
@@ -40,15 +40,20 @@ _HEX = re.compile(r"[0-9a-f]+")
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
 _DNS_FAILURES = ("name or service not known", "nodename nor servname", "getaddrinfo failed")
 
-# What a broken, refused or silent connection raises: requests wraps urllib3, which wraps the
-# socket error. Malformed URLs and redirect loops are RequestExceptions too, but not these.
-_TRANSPORT_ERRORS = (
-    requests.exceptions.ConnectionError,
-    requests.exceptions.Timeout,
-    requests.exceptions.ChunkedEncodingError,
-    urllib3.exceptions.HTTPError,
-    OSError,
-)
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """What a broken, refused or silent connection raises: requests wraps urllib3, which wraps
+    the socket error. Malformed URLs and redirect loops are RequestExceptions too, but not these."""
+    import requests
+    import urllib3
+
+    return (
+        requests.exceptions.ConnectionError,
+        requests.exceptions.Timeout,
+        requests.exceptions.ChunkedEncodingError,
+        urllib3.exceptions.HTTPError,
+        OSError,
+    )
 
 
 @dataclass(frozen=True)
@@ -108,6 +113,8 @@ def download(
     host, retries exhausted) and IntegrityError when they do not match a pin. See the module
     docstring for what happens to the `.part` file in each case.
     """
+    import requests  # ~0.1 s to import: only when something is downloaded
+
     check_scheme(url, policy)
     http = session if session is not None else requests.Session()
     try:
@@ -299,6 +306,8 @@ class _Transfer:
             self._stream(response, total)
 
     def _request(self) -> requests.Response:
+        import requests
+
         # identity: hash and count the bytes as stored, never a transparently re-encoded body.
         headers = {"Accept-Encoding": "identity"}
         if self.body.done:
@@ -306,7 +315,7 @@ class _Transfer:
         timeout = (self.policy.connect_timeout, self.policy.read_timeout)
         try:
             return self.http.get(self.url, headers=headers, stream=True, timeout=timeout)
-        except _TRANSPORT_ERRORS as exc:
+        except _transport_errors() as exc:
             host = urlsplit(self.url).hostname
             raise self._transport_failure(exc, f"no response from {host}") from exc
         except requests.exceptions.RequestException as exc:
@@ -321,6 +330,8 @@ class _Transfer:
                 f"cannot resolve host {host} of {self.url}: unreachable; "
                 "check the URL, the network and DNS, or use a mirror"
             )
+        import requests
+
         if _is_read_timeout(exc):
             return _Retry(f"the server stopped sending data for {self.policy.read_timeout:g} s")
         if isinstance(exc, requests.exceptions.ConnectTimeout):
@@ -392,7 +403,7 @@ class _Transfer:
         """Only reading is wrapped: a disk error while writing must not count as a network one."""
         try:
             return next(chunks, None)
-        except _TRANSPORT_ERRORS as exc:
+        except _transport_errors() as exc:
             lost = f"connection lost after {self.body.done} bytes"
             raise self._transport_failure(exc, lost) from exc
 
@@ -464,6 +475,9 @@ def _is_dns_failure(exc: BaseException) -> bool:
 
 
 def _is_read_timeout(exc: BaseException) -> bool:
+    import requests
+    import urllib3
+
     timeouts = (requests.exceptions.ReadTimeout, urllib3.exceptions.ReadTimeoutError)
     return any(isinstance(item, timeouts) for item in _chain(exc))
 

@@ -11,10 +11,17 @@ Every member of the archive is validated before anything is written (absolute pa
 letters, "..", symlinks, absurd declared sizes): one unsafe member refuses the whole archive.
 Zip members are inflated by our own streaming loop rather than `ZipFile.open`, because zipfile
 silently truncates a member that inflates past its declared size; here that is an error.
+
+Speed (benchmarks/README.md, P4): `extract_all` inflates the members of every archive a command
+needs on one pool of threads, largest member first across all archives (zlib and ISA-L release
+the GIL), so the 600 MB members of different wheels inflate side by side instead of one
+archive after another. ISA-L's inflate (the `isal` package) is used where it is installed: it
+inflates the same deflate streams about twice as fast as zlib.
 """
 
 from __future__ import annotations
 
+import collections
 import json
 import lzma
 import os
@@ -27,18 +34,24 @@ import tempfile
 import threading
 import zipfile
 import zlib
-from collections import deque
-from collections.abc import Collection, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from collections.abc import Collection, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO, TypeGuard
+from types import ModuleType
+from typing import Any, BinaryIO, Protocol, TypeGuard
 
-import py7zr
-import py7zr.exceptions
-
+from bundler.download import ProgressCallback
 from bundler.errors import ArchiveError, InputFileError
+
+_deflate: ModuleType = zlib  # zlib's interface: decompressobj, crc32, error
+try:  # ISA-L's inflate: ~2x zlib's speed on the pinned wheels (benchmarks/README.md, P4)
+    from isal import isal_zlib
+
+    _deflate = isal_zlib
+except ImportError:  # a platform without an isal wheel: zlib, the same checks
+    pass
 
 FORMATS = (".zip", ".whl", ".7z")
 MARKER = ".complete"
@@ -61,11 +74,14 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 _CORRUPT: tuple[type[Exception], ...] = (
     zipfile.BadZipFile,
     zlib.error,
+    _deflate.error,
     lzma.LZMAError,
     EOFError,
     UnicodeDecodeError,
-    py7zr.exceptions.ArchiveError,
 )
+# One pool for all archives of a command: inflating is CPU-bound and releases the GIL, so one
+# thread per core keeps every core busy; more only adds switching.
+WORKERS = max(2, min(8, os.cpu_count() or 2))
 
 
 def sdk_member(name: str) -> bool:
@@ -147,12 +163,23 @@ class _Record:
     selection: Selection
 
 
+@dataclass(frozen=True)
+class Request:
+    """One archive to extract: the verified blob, its SHA-256 (the tree's name), and what to
+    take from it besides DLLs (licence files by name; with `sdk` the C/C++ SDK)."""
+
+    archive: Path
+    sha256: str
+    licence_names: Collection[str] = ()
+    sdk: bool = False
+
+
 def extract(
     archive: Path,
     sha256: str,
     extract_root: Path,
     licence_names: Collection[str] = (),
-    workers: int = 4,
+    workers: int = WORKERS,
     *,
     sdk: bool = False,
 ) -> Extracted:
@@ -165,11 +192,64 @@ def extract(
     `workers` threads inflate zip members in parallel; a 7z is unpacked in one py7zr pass.
     The format comes from the suffix, or for a suffix-less cache blob from its first bytes.
     """
-    target = extract_root / _cache_key(sha256)
-    selection = _selection(licence_names, sdk)
+    request = Request(archive, sha256, licence_names, sdk)
+    return extract_all([request], extract_root, workers)[0]
+
+
+def extract_all(
+    requests: Sequence[Request],
+    extract_root: Path,
+    workers: int = WORKERS,
+    progress: ProgressCallback | None = None,
+) -> list[Extracted]:
+    """extract() for several archives at once, their members inflated on one pool of
+    `workers` threads, largest first. `progress` hears (bytes written, bytes to write).
+    Every archive is checked before any is written; on an error every unfinished tree is
+    dropped and the first error is raised."""
+    results: list[Extracted | None] = []
+    jobs: list[_Job] = []
+    with ExitStack() as cleanup:
+        for request in requests:
+            found = _reusable(request, extract_root)
+            if found is None:
+                job = _plan_job(request, extract_root)
+                cleanup.callback(shutil.rmtree, job.tree, ignore_errors=True)
+                jobs.append(job)
+            results.append(found)
+        _write_members(jobs, workers, progress)
+        finished = iter([_finish(job) for job in jobs])
+    return [found if found is not None else next(finished) for found in results]
+
+
+@dataclass(frozen=True)
+class _Job:
+    """An archive being extracted: its checked members and the temp tree they go to."""
+
+    archive: Path
+    target: Path  # <extract_root>/<sha256>
+    tree: Path  # the temp folder beside target, renamed to it when complete
+    members: list[_Member]
+    selection: Selection
+    sevenzip: bool
+
+
+def _reusable(request: Request, extract_root: Path) -> Extracted | None:
+    target = extract_root / _cache_key(request.sha256)
     recorded = _read_marker(target)
-    if recorded is not None and recorded.selection.covers(selection):
+    if recorded is not None and recorded.selection.covers(_request_selection(request)):
         return Extracted(target, recorded.members, reused=True)
+    return None
+
+
+def _request_selection(request: Request) -> Selection:
+    return _selection(request.licence_names, request.sdk)
+
+
+def _plan_job(request: Request, extract_root: Path) -> _Job:
+    """Validate every entry and make the temp tree; nothing is inflated yet."""
+    archive, target = request.archive, extract_root / _cache_key(request.sha256)
+    selection = _request_selection(request)
+    recorded = _read_marker(target)
     if recorded is not None:  # grow the tree, never drop what others asked for
         selection = selection.union(recorded.selection)
     if not archive.is_file():
@@ -177,7 +257,9 @@ def extract(
     sevenzip = _format_of(archive) == ".7z"
     entries = _sevenzip_entries(archive) if sevenzip else _zip_entries(archive)
     members = _select(archive, entries, selection)
-    return _build(archive, target, members, selection, workers, sevenzip)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tree = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent))
+    return _Job(archive, target, tree, members, selection, sevenzip)
 
 
 def is_extracted(
@@ -323,8 +405,8 @@ def _sevenzip_entries(archive: Path) -> list[_Member]:
     backslashes into slashes; its FileInfo refuses an entry that is both a folder and a link
     with ValueError, which is a damaged (or hostile) header like any other."""
     with (
-        _corruption_is_archive_error(archive, also=(ValueError,)),
-        py7zr.SevenZipFile(archive, mode="r") as handle,
+        _corruption_is_archive_error(archive, also=(ValueError, *_py7zr_errors())),
+        _py7zr().SevenZipFile(archive, mode="r") as handle,
     ):
         infos = handle.list()
     for info in infos:
@@ -366,35 +448,16 @@ def _select(archive: Path, entries: list[_Member], selection: Selection) -> list
 # --- writing: a temp tree, renamed into place -------------------------------------------------
 
 
-def _build(
-    archive: Path,
-    target: Path,
-    members: list[_Member],
-    selection: Selection,
-    workers: int,
-    sevenzip: bool,
-) -> Extracted:
-    """Write the members and the marker into a temp folder beside `target`, then rename it.
-
-    The temp folder is on the same filesystem, so the rename is atomic; whatever happens, the
-    temp folder is gone when this returns or raises.
-    """
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tree = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent))
-    try:
-        if sevenzip:
-            _unpack_sevenzip(archive, members, tree)
-        else:
-            _inflate_zip(archive, members, tree, workers)
-        record = _Record(tuple(sorted(member.path for member in members)), selection)
-        _write_marker(tree, archive, record)
-        if _install(tree, target, selection):
-            return Extracted(target, record.members, reused=False)
-        theirs = _read_marker(target)
-        assert theirs is not None  # _install only declines a complete tree
-        return Extracted(target, theirs.members, reused=True)
-    finally:
-        shutil.rmtree(tree, ignore_errors=True)  # already renamed away on success
+def _finish(job: _Job) -> Extracted:
+    """Write the marker into the finished temp tree, then rename it to its target: the temp
+    folder is on the same filesystem, so the rename is atomic."""
+    record = _Record(tuple(sorted(member.path for member in job.members)), job.selection)
+    _write_marker(job.tree, job.archive, record)
+    if _install(job.tree, job.target, job.selection):
+        return Extracted(job.target, record.members, reused=False)
+    theirs = _read_marker(job.target)
+    assert theirs is not None  # _install only declines a complete tree
+    return Extracted(job.target, theirs.members, reused=True)
 
 
 def _install(tree: Path, target: Path, selection: Selection) -> bool:
@@ -449,8 +512,9 @@ def _unpack_sevenzip(archive: Path, members: list[_Member], tree: Path) -> None:
     """One py7zr pass: a solid 7z block must be decompressed in order anyway. py7zr applies
     the archive's modes, so every file is reset to FILE_MODE afterwards."""
     if members:
+        py7zr = _py7zr()
         with (
-            _corruption_is_archive_error(archive),
+            _corruption_is_archive_error(archive, also=_py7zr_errors()),
             py7zr.SevenZipFile(archive, mode="r") as handle,
         ):
             handle.extract(path=tree, targets=[member.name for member in members])
@@ -463,36 +527,89 @@ def _unpack_sevenzip(archive: Path, members: list[_Member], tree: Path) -> None:
         os.chmod(written, FILE_MODE)
 
 
-def _inflate_zip(archive: Path, members: list[_Member], tree: Path, workers: int) -> None:
-    """Inflate members on `workers` threads, largest first; zlib releases the GIL.
+def _py7zr() -> Any:
+    import py7zr  # ~50 ms: only for a .7z
 
-    Each thread has its own file handle, so seeks never interleave. After one failure the
-    others stop at their next member, and the first error is raised.
-    """
-    pending = deque(sorted(members, key=lambda member: member.size, reverse=True))
+    return py7zr
+
+
+def _py7zr_errors() -> tuple[type[Exception], ...]:
+    import py7zr.exceptions
+
+    return (py7zr.exceptions.ArchiveError,)
+
+
+def _inflate_zip(archive: Path, members: list[_Member], tree: Path, workers: int) -> None:
+    """Inflate one zip's members into `tree` on `workers` threads, largest first."""
+    job = _Job(archive, tree, tree, members, Selection(), sevenzip=False)
+    _write_members([job], workers, None)
+
+
+def _write_members(jobs: Sequence[_Job], workers: int, progress: ProgressCallback | None) -> None:
+    """Every member of every job on one pool, largest first (a 7z is one task: py7zr unpacks it
+    in one pass). Each thread opens each archive itself, so seeks never interleave. After one
+    failure the others stop at their next task, and the first error is raised."""
+    tasks = [(job, member) for job in jobs if not job.sevenzip for member in job.members]
+    tasks.sort(key=lambda task: task[1].size, reverse=True)
+    whole = [job for job in jobs if job.sevenzip]
+    total = sum(member.size for job in jobs for member in job.members)
+    pending: collections.deque[_Job | tuple[_Job, _Member]] = collections.deque([*whole, *tasks])
     failed = threading.Event()
+    meter = _Meter(total, progress)
 
     def drain() -> None:
-        with archive.open("rb") as source:
+        with ExitStack() as handles:
+            opened: dict[Path, BinaryIO] = {}
             while not failed.is_set():
                 try:
-                    member = pending.popleft()
+                    task = pending.popleft()
                 except IndexError:
                     return
                 try:
-                    _inflate_member(archive, source, member, tree)
+                    if isinstance(task, _Job):
+                        _unpack_sevenzip(task.archive, task.members, task.tree)
+                        meter.add(sum(member.size for member in task.members))
+                        continue
+                    owner, member = task
+                    if owner.archive not in opened:
+                        opened[owner.archive] = handles.enter_context(owner.archive.open("rb"))
+                    _inflate_member(owner.archive, opened[owner.archive], member, owner.tree, meter)
                 except BaseException:
                     failed.set()
                     raise
 
-    count = max(1, min(workers, len(members)))
+    count = max(1, min(workers, len(pending)))
     with ThreadPoolExecutor(max_workers=count, thread_name_prefix="bundle-extract") as pool:
         futures = [pool.submit(drain) for _ in range(count)]
+        try:
+            wait(futures)
+        except BaseException:  # Ctrl-C: the threads stop after their current member
+            failed.set()
+            raise
     for future in futures:
         future.result()
 
 
-def _inflate_member(archive: Path, source: BinaryIO, member: _Member, tree: Path) -> None:
+class _Meter:
+    """Bytes written by all threads, reported to one progress callback (under a lock: the
+    callback draws on a terminal)."""
+
+    def __init__(self, total: int, progress: ProgressCallback | None) -> None:
+        self.total, self.progress = total, progress
+        self.done = 0
+        self._lock = threading.Lock()
+
+    def add(self, count: int) -> None:
+        if self.progress is None:
+            return
+        with self._lock:
+            self.done += count
+            self.progress(self.done, self.total)
+
+
+def _inflate_member(
+    archive: Path, source: BinaryIO, member: _Member, tree: Path, meter: _Meter
+) -> None:
     """Stream one member to disk, checking the bytes against the central directory: never
     more than the declared size (stopped at the first extra byte), then exact size and CRC."""
     info = member.info
@@ -514,8 +631,9 @@ def _inflate_member(archive: Path, source: BinaryIO, member: _Member, tree: Path
                     f"inflates to more than the {info.file_size} bytes its header declares: "
                     "a zip bomb or a lying header",
                 )
-            crc = zlib.crc32(chunk, crc)
+            crc = _deflate.crc32(chunk, crc)
             sink.write(chunk)
+            meter.add(len(chunk))
     if written != info.file_size:
         raise _corrupt(archive, member.name, f"{written} bytes, header declares {info.file_size}")
     if crc != info.CRC:
@@ -537,7 +655,7 @@ def _inflate(source: BinaryIO, info: zipfile.ZipInfo) -> Iterator[bytes]:
     """The member's bytes, inflated in chunks of at most CHUNK: a 1 MiB deflated block of a
     zip bomb can hold 1 GiB, so output is bounded per call, not per input block."""
     source.seek(_data_offset(source, info))
-    inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+    inflater = _deflate.decompressobj(-zlib.MAX_WBITS)
     deflated = info.compress_type == zipfile.ZIP_DEFLATED
     left = info.compress_size
     while left > 0:
@@ -553,7 +671,19 @@ def _inflate(source: BinaryIO, info: zipfile.ZipInfo) -> Iterator[bytes]:
         raise zlib.error("the deflate stream ends early")
 
 
-def _drain(inflater: zlib._Decompress, data: bytes) -> Iterator[bytes]:
+class _Inflater(Protocol):
+    """What zlib's and ISA-L's decompress objects share, as _drain uses it."""
+
+    @property
+    def unconsumed_tail(self) -> bytes: ...
+
+    @property
+    def eof(self) -> bool: ...
+
+    def decompress(self, data: bytes, max_length: int = ..., /) -> bytes: ...
+
+
+def _drain(inflater: _Inflater, data: bytes) -> Iterator[bytes]:
     """Everything one input block inflates to, CHUNK bytes at a time. A full chunk may leave
     output pending inside zlib even with no input left, hence the extra empty calls."""
     while True:

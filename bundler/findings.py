@@ -8,7 +8,8 @@ reads titles, severities and fixes from here, and the README's findings table is
 Code ranges: BA0xx the folder could not be read, BA1xx a DLL will fail to load, BA2xx builds or
 versions that do not go together, BA3xx what should not ship (or ships for nothing), BA4xx the
 folder no longer matches its bundle.lock.json, BA5xx the real loader disagrees with the audit
-(`bundle audit --run`, bundler.loadproof: these come from running the app, not from a check).
+(`bundle audit --run`, bundler.loadproof: these come from running the app, not from a check),
+BA6xx supply chain (`bundle audit --signatures`: Authenticode, bundler.signatures).
 """
 
 from __future__ import annotations
@@ -209,6 +210,21 @@ _CHECKS = (
         "The audit reports a DLL missing that the real loader (--run) found outside the folder",
         "ship {file} next to the app: this machine has it (a Wine builtin, System32, an installed "
         "runtime), a clean target does not",
+    ),
+    Check(
+        "BA601",
+        "signature-invalid",
+        Severity.ERROR,
+        "A signed DLL whose Authenticode signature no longer verifies (changed after signing)",
+        "restore {file} from its pinned source (bundle build puts it back); never patch a signed "
+        "vendor DLL",
+    ),
+    Check(
+        "BA602",
+        "signature-missing",
+        Severity.WARNING,
+        "An unsigned DLL under a name whose vendor signs it (the profile's pinned build is signed)",
+        "replace {file} with the vendor's signed build from the profile's pinned source",
     ),
 )
 

@@ -82,6 +82,7 @@ from bundler.audit import AuditReport, Suppression, suppress
 from bundler.cache import default_cache_dir, file_lock
 from bundler.errors import LoaderUnavailableError
 from bundler.findings import Finding, finding, severity_rank
+from bundler.pe import release_image
 from bundler.plan import EdgeKind, Plan, Status
 from bundler.profiles import dll_key
 from bundler.vcruntime import VC_RUNTIME_DLLS
@@ -623,7 +624,7 @@ def _exports_dll_install(path: Path) -> bool:
         symbols = exports.symbols if exports is not None else []
         return any(symbol.name == b"DllInstall" for symbol in symbols)
     finally:
-        image.close()
+        release_image(image)
 
 
 def _windows_runs(

@@ -8,10 +8,12 @@ unchanged files, and `--locked` compares a new result against it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path, PurePosixPath
+from typing import Any
 
 from bundler import __version__
 from bundler.errors import PlanFormatError
@@ -76,7 +78,20 @@ class Lock:
 
     def to_json(self) -> str:
         data = asdict(self)
-        return json.dumps({"schema_version": data.pop("schema_version"), **data}, indent=2) + "\n"
+        body = {"schema_version": data.pop("schema_version"), **data}
+        return json.dumps({**body, "digest": content_digest(body)}, indent=2) + "\n"
+
+
+def content_digest(body: dict[str, Any]) -> str:
+    """The SHA-256 of the lock's content (every key but `digest`, canonical JSON). The next
+    build trusts the lock's hashes for files whose size and time are unchanged, so a hand edit
+    must not pass: a lock whose digest does not match is refused."""
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+_REWRITE = "delete it, the next build writes a new one"
+_FILE_KEYS = frozenset(field.name for field in fields(LockedFile))
 
 
 def read_lock(path: Path) -> Lock | None:
@@ -84,11 +99,61 @@ def read_lock(path: Path) -> Lock | None:
         return None
     try:
         data = json.loads(path.read_text())
-        if data.get("schema_version") != SCHEMA_VERSION:
+    except ValueError as exc:
+        raise PlanFormatError(
+            f"{path}: not a valid bundle lock file ({exc}); {_REWRITE}."
+        ) from None
+    if not isinstance(data, dict):
+        raise PlanFormatError(f"{path}: not a valid bundle lock file (not an object); {_REWRITE}.")
+    if data.get("schema_version") != SCHEMA_VERSION:
+        raise PlanFormatError(
+            f"{path}: lock schema_version {data.get('schema_version')!r} is not "
+            f"{SCHEMA_VERSION}; delete it or rebuild with a matching bundle."
+        )
+    _check_entries(path, data.get("files"))
+    digest = data.pop("digest", None)  # absent in locks written before it existed
+    if digest is not None and digest != content_digest(data):
+        raise PlanFormatError(
+            f"{path}: edited by hand (its content no longer matches its digest); {_REWRITE}."
+        )
+    return _lock(path, data)
+
+
+def _check_entries(path: Path, files: object) -> None:
+    """Each entry has only known keys and a name inside the output folder: `--clean` deletes
+    what the lock lists, so '../x' or an absolute name must never get that far."""
+    if not isinstance(files, list):
+        raise PlanFormatError(f"{path}: not a valid bundle lock file (no files list); {_REWRITE}.")
+    for number, item in enumerate(files, start=1):
+        where = f"{path}: files[{number}]"
+        if not isinstance(item, dict):
+            raise PlanFormatError(f"{where} is not an object; {_REWRITE}.")
+        unknown = sorted(set(item) - _FILE_KEYS)
+        if unknown:
+            keys = ", ".join(repr(key) for key in unknown)
             raise PlanFormatError(
-                f"{path}: lock schema_version {data.get('schema_version')!r} is not "
-                f"{SCHEMA_VERSION}; delete it or rebuild with a matching bundle."
+                f"{where} ({item.get('name')!r}): unknown key {keys}; {_REWRITE}."
             )
+        name = item.get("name")
+        if not isinstance(name, str) or not is_inside(name):
+            raise PlanFormatError(
+                f"{where}: file name {name!r} is outside the output folder; {_REWRITE}."
+            )
+
+
+def is_inside(name: str) -> bool:
+    """A relative posix path that stays inside its folder (no '..', drive, backslash)."""
+    path = PurePosixPath(name)
+    return (
+        bool(name)
+        and not path.is_absolute()
+        and ".." not in path.parts
+        and not any(char in name for char in "\\:")
+    )
+
+
+def _lock(path: Path, data: dict[str, Any]) -> Lock:
+    try:
         return Lock(
             profile=data["profile"],
             architecture=data["architecture"],
@@ -104,7 +169,9 @@ def read_lock(path: Path) -> Lock | None:
             tool_version=data.get("tool_version", "?"),
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise PlanFormatError(f"{path}: not a valid bundle lock file ({exc}).") from None
+        raise PlanFormatError(
+            f"{path}: not a valid bundle lock file ({exc}); {_REWRITE}."
+        ) from None
 
 
 def write_lock(path: Path, lock: Lock) -> None:

@@ -48,6 +48,7 @@ from bundler.profiles import Artifact, Profile, dll_key, has_sdk, load_profile
 from bundler.provenance import attach_provenance
 from bundler.render_msbuild import (
     BIN_DIR,
+    DEFAULT_OUT,
     IMPORT_LIBRARY,
     INCLUDE_DIR,
     LIB_DIR,
@@ -58,8 +59,6 @@ from bundler.render_postbuild import PostbuildResult, PostbuildSettings, write_p
 from bundler.resolve import resolve
 from bundler.system import load_system_policy
 from bundler.vcruntime import apply_vc_runtime_policy, required_vc_runtime
-
-DEFAULT_OUT = Path("ort-bundle")
 
 
 @dataclass(frozen=True)
@@ -129,7 +128,7 @@ def sdk_artifact(profile: Profile) -> Artifact:
 def closure(profile: Profile, acquired: Sequence[Acquired]) -> Plan:
     """The closure of the profile's roots in the acquired artifacts, with the profile's VC++
     runtime policy: the resolution of `bundle build` without an app."""
-    plan = resolve([], profile, load_system_policy(), dll_search_path(acquired))
+    plan = resolve([], profile, load_system_policy(), dll_search_path(acquired), unreadable="error")
     plan = apply_vc_runtime_policy(attach_provenance(plan, acquired), profile.vc_runtime)
     require_complete(plan)
     return plan

@@ -16,6 +16,7 @@ beyond 256 MiB that pefile calls suspicious.
 
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 from dataclasses import dataclass
@@ -131,7 +132,15 @@ def read_pe(path: Path) -> PEInfo:
     except pefile.PEFormatError as exc:
         raise _corrupt(path, str(exc.value)) from None
     finally:
-        image.close()
+        release_image(image)
+
+
+def release_image(image: pefile.PE) -> None:
+    """Unmap the file. pefile's own close() also runs a full garbage collection, once per
+    file: 0.15-0.2 s per build or audit of the GPU set, for nothing we allocate."""
+    data = image.__dict__.get("__data__")
+    if isinstance(data, mmap.mmap):
+        data.close()
 
 
 def _open(path: Path, size: int) -> pefile.PE:

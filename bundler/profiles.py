@@ -9,7 +9,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 from bundler import resources
 from bundler.errors import ProfileError
@@ -18,6 +18,7 @@ from bundler.manifest import Table, load_toml
 DEFAULT_PROFILE = "ort-1.19.2-gpu-cuda12"
 ARCHITECTURES = ("x86", "x64", "arm64")
 VC_RUNTIME_MODES = ("app-local", "installer")
+SIGNATURE_MODES = ("off", "verify")
 
 
 def dll_key(name: str) -> str:
@@ -104,6 +105,7 @@ class Artifact:
     sources: tuple[Source, ...]
     supplier: str = ""  # for the SBOM
     license: str = ""  # SPDX expression (LicenseRef-... for vendor licences), for the SBOM
+    signed: bool = False  # the vendor Authenticode-signs these DLLs (measured on the pins)
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,14 @@ class Profile:
     path: Path
     gpu_driver: GpuDriver | None = None
     scan_exceptions: tuple[ScanException, ...] = ()
+    signatures: str = "off"  # "verify": build checks the signed artifacts' signatures
+
+    def signed_by_vendor(self, name: str) -> bool:
+        """True when an artifact that provides `name` is one its vendor signs."""
+        return any(
+            artifact.signed and any(matches(entry, name) for entry in artifact.provides)
+            for artifact in self.artifacts
+        )
 
     def rules_for(self, name: str) -> tuple[RuntimeRule, ...]:
         key = dll_key(name)
@@ -176,6 +186,7 @@ def load_profile_file(path: Path) -> Profile:
         artifacts=tuple(_artifact(item) for item in table.tables("artifacts", [])),
         path=path,
         gpu_driver=_gpu_driver(table),
+        signatures=_choice(table, "signatures", SIGNATURE_MODES, "off"),
         scan_exceptions=tuple(_exception(item) for item in table.tables("scan_exceptions", [])),
     )
     table.done()
@@ -232,8 +243,8 @@ def _size(table: Table) -> int | None:
     return size
 
 
-def _choice(table: Table, key: str, allowed: tuple[str, ...]) -> str:
-    value: str = table.string(key)
+def _choice(table: Table, key: str, allowed: tuple[str, ...], default: Any = ...) -> str:
+    value: str = table.string(key, default)
     if value not in allowed:
         raise ProfileError(f"{table.where}: key '{key}' must be one of {', '.join(allowed)}.")
     return value
@@ -268,6 +279,7 @@ def _artifact(table: Table) -> Artifact:
         sources=sources,
         supplier=table.string("supplier", ""),
         license=table.string("license", ""),
+        signed=table.boolean("signed", False),
     )
     table.done()
     return artifact

@@ -15,9 +15,7 @@ import re
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import Any
-
-import jinja2
+from typing import TYPE_CHECKING, Any
 
 from bundler import resources
 from bundler.errors import ConfigError, OutputError
@@ -106,6 +104,9 @@ def windows_path(value: object) -> str:
     return str(value).replace("/", "\\")
 
 
+if TYPE_CHECKING:  # jinja2 is imported by the first render, not by every command
+    import jinja2
+
 FILTERS: dict[str, Callable[[Any], str]] = {
     "inno_literal": inno_literal,
     "inno_source": inno_source,
@@ -119,8 +120,11 @@ FILTERS: dict[str, Callable[[Any], str]] = {
 
 @cache
 def environment() -> jinja2.Environment:
+    import jinja2
+
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(resources.templates_dir())),
+        bytecode_cache=_bytecode_cache(),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,
@@ -131,7 +135,37 @@ def environment() -> jinja2.Environment:
     return env
 
 
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    """Compiled templates kept between runs, in the user's cache folder: compiling the two
+    templates of a build cost more than rendering them (benchmarks/README.md, P3). jinja2 keys
+    each by its template's source and the Python version, so an edited template or another
+    Python compiles anew; a folder that cannot be written only means compiling every time."""
+    import jinja2
+
+    from bundler.cache import default_cache_dir
+
+    class QuietCache(jinja2.FileSystemBytecodeCache):
+        def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+            try:
+                super().load_bytecode(bucket)
+            except Exception:  # a damaged entry is a miss: the template is compiled again
+                bucket.reset()
+
+        def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+            with contextlib.suppress(OSError):
+                super().dump_bytecode(bucket)
+
+    folder = default_cache_dir() / "templates"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return QuietCache(str(folder))
+
+
 def render(template: str, **values: Any) -> str:
+    import jinja2
+
     try:
         return environment().get_template(template).render(**values)
     except jinja2.UndefinedError as exc:  # a bug in bundle, not in the user's input

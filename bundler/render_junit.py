@@ -18,6 +18,7 @@ from bundler.audit import AuditReport
 from bundler.findings import CATALOGUE, Check, Finding, Severity
 from bundler.loadproof import FINDING_CODES as LOAD_PROOF_CODES
 from bundler.render import write_text
+from bundler.signatures import FINDING_CODES as SIGNATURE_CODES
 
 SUITE = "bundle audit"
 
@@ -27,8 +28,9 @@ def junit_xml(report: AuditReport, strict: bool = False) -> str:
     checks = [
         check
         for check in CATALOGUE.values()
-        if report.load_proof is not None or check.code not in LOAD_PROOF_CODES
-    ]  # the load proof's checks ran only with --run
+        if (report.load_proof is not None or check.code not in LOAD_PROOF_CODES)
+        and (report.signatures or check.code not in SIGNATURE_CODES)
+    ]  # the load proof's checks ran only with --run, the signatures' with --signatures
     cases = [_testcase(check, report, strict) for check in checks]
     failures = sum(1 for case in cases if case.find("failure") is not None)
     counts = {

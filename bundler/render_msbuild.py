@@ -21,6 +21,7 @@ from bundler.errors import ConfigError
 from bundler.lock import LOCK_NAME, Lock
 from bundler.render import UTF8_BOM, render, write_text
 
+DEFAULT_OUT = Path("ort-bundle")  # the folder `bundle msbuild` lays out unless --out says
 PROPS_NAME = "ort-bundle.props"
 TARGETS_NAME = "ort-bundle.targets"
 BIN_DIR = "bin"

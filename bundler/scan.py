@@ -35,6 +35,7 @@ from typing import Any
 import pefile
 
 from bundler.errors import InputFileError
+from bundler.pe import release_image
 from bundler.profiles import dll_key
 from bundler.system import SystemPolicy
 
@@ -249,7 +250,7 @@ def _read_header(path: Path) -> _Header:
         name = export.name.decode("ascii", "replace") if export and export.name else None
         return _Header(imports, tuple(loaders), name)
     finally:
-        image.close()
+        release_image(image)
 
 
 def scan(path: Path, pool: Pool, policy: SystemPolicy) -> ScanResult:

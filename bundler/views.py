@@ -12,21 +12,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bundler.acquire import Acquired
-from bundler.audit import AuditReport
-from bundler.build import BuildResult
-from bundler.cache import CacheEntry
-from bundler.explain import Explanation
 from bundler.findings import SEVERITY_ORDER, Finding, Severity
 from bundler.lock import LOCK_NAME
-from bundler.msbuild import MsbuildResult
 from bundler.plan import EDGE_LABELS, Edge, EdgeKind, Plan, PlanFile, Status
-from bundler.profiles import Profile
-from bundler.render_iss import IssResult
-from bundler.render_postbuild import PLACEHOLDER, PostbuildResult
+from bundler.render_postbuild import PLACEHOLDER
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # type hints only: importing views must not import every command's modules
+    from bundler.acquire import Acquired
+    from bundler.audit import AuditReport
+    from bundler.build import BuildResult
+    from bundler.cache import CacheEntry
     from bundler.drift import DriftReport
+    from bundler.explain import Explanation
+    from bundler.msbuild import MsbuildResult
+    from bundler.profiles import Profile
+    from bundler.render_iss import IssResult
+    from bundler.render_postbuild import PostbuildResult
     from bundler.scan import ScanResult
 
 TREE_STATUSES = (Status.APP, Status.BUNDLED, Status.DRIVER, Status.MISSING)

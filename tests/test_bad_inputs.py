@@ -346,12 +346,6 @@ def corrupt_search_dll(ws: Workspace) -> list[str]:
     return ws.build("--search", str(ws.root / "mine"))
 
 
-LOCK_READ_AFTER_FETCH = (
-    "bundler/build.py reads the previous lock (read_lock(out / LOCK_NAME)) only after "
-    "acquire_profile(), so a bad lock is found after the cache was prepared and every artifact "
-    "acquired (a 2.4 GB download for the GPU profile); read it right after read_inputs()."
-)
-
 CASES = [
     # --- the exe -------------------------------------------------------------------------------
     Case(
@@ -490,15 +484,6 @@ CASES = [
         ExitCode.INPUT,
         ("{root}/mine/onnxruntime.dll: corrupt PE file", "import directory"),
         cache_untouched=False,  # the closure, and so this candidate, comes after acquiring
-        marks=(
-            pytest.mark.xfail(
-                strict=True,
-                raises=WrongExit,
-                reason="bundler/build.py calls resolve() with the default unreadable='finding': "
-                "the corrupt DLL in --search is skipped in silence and another copy is shipped; "
-                "pass unreadable='error' (bundler/resolve.py) so it stops with its InputFileError",
-            ),
-        ),
     ),
     Case(
         "search-folder-does-not-exist",
@@ -594,69 +579,34 @@ CASES = [
         lock_row(lambda lock: lock.update(schema_version=2)),
         ExitCode.PLAN,
         ("{lock}: lock schema_version 2", "delete it"),
-        marks=(pytest.mark.xfail(strict=True, raises=CacheWritten, reason=LOCK_READ_AFTER_FETCH),),
     ),
     Case(
         "lock-edited-into-invalid-json",
         broken_json,
         ExitCode.PLAN,
         ("{lock}: not a valid bundle lock file", "line 3", "delete it"),
-        marks=(
-            pytest.mark.xfail(
-                strict=True,
-                raises=WrongMessage,
-                reason="bundler/lock.py read_lock(): the message for an invalid lock says what is "
-                "wrong but not what to do; end it like the schema message ('; delete it, the "
-                "next build writes a new one'). Then LOCK_READ_AFTER_FETCH applies here too.",
-            ),
-        ),
     ),
     Case(
         "lock-edited-unknown-field",
         lock_row(edit_first_file("colour", "red")),
         ExitCode.PLAN,
-        ("{lock}: not a valid bundle lock file", "colour", "delete it"),
-        marks=(
-            pytest.mark.xfail(
-                strict=True,
-                raises=WrongMessage,
-                reason="bundler/lock.py read_lock() passes Python's TypeError text through "
-                "(\"LockedFile.__init__() got an unexpected keyword argument 'colour'\") and "
-                "says nothing about what to do; name the key and the entry (files[1]) instead",
-            ),
-        ),
+        ("{lock}: files[1]", "unknown key 'colour'", "delete it"),
     ),
     Case(
+        # the next build trusts the lock's hash of a file unchanged in size and time: an
+        # edited hash must be refused, not copied into the new lock
         "lock-edited-hash",
         lock_row(edit_first_file("sha256", "0" * 64)),
         ExitCode.PLAN,
-        ("{lock}", "app.exe", "sha256", "delete it"),
-        marks=(
-            pytest.mark.xfail(
-                strict=True,
-                raises=WrongExit,
-                reason="bundler/build.py placement_hashes() trusts the lock's sha256 for a file "
-                "that is unchanged by size and mtime: the build exits 0 and writes the edited "
-                "hash into the new lock. bundler/lock.py should record a digest of the lock's "
-                "own content and read_lock() refuse a lock whose digest does not match",
-            ),
-        ),
+        ("{lock}", "edited by hand", "delete it"),
     ),
     Case(
+        # --clean deletes what the lock lists: a name outside the folder must never get there
         "lock-entry-outside-the-output-folder",
         escaping_lock_entry,
         ExitCode.PLAN,
-        ("{lock}", "../precious.dll", "outside"),
+        ("{lock}", "'../precious.dll'", "outside the output folder"),
         also=precious_is_kept,
-        marks=(
-            pytest.mark.xfail(
-                strict=True,
-                raises=WrongExit,
-                reason="bundler/lock.py read_lock() accepts any file name: with an entry "
-                "'../precious.dll', bundle build --clean deletes a file outside the output "
-                "folder. read_lock() must refuse names that are absolute or contain '..'",
-            ),
-        ),
     ),
 ]
 

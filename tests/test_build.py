@@ -7,6 +7,7 @@ the built folder, to show the loader check can fail.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -21,6 +22,7 @@ import pytest
 from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 
+from bundler.lock import read_lock, write_lock
 from tests.conftest import REPO, pip_env, run_bundle
 from tests.pefactory import PESpec, write_pe
 from tests.wine import Wine
@@ -318,9 +320,10 @@ def test_locked_detects_a_changed_result(cpu_cache: Path, tmp_path: Path) -> Non
     assert build(*args).returncode == 0
     assert build(*args, "--locked").returncode == 0
     lock_path = out / "bundle.lock.json"
-    lock = json.loads(lock_path.read_text())
-    lock["files"] = [f for f in lock["files"] if f["name"] != "msvcp140_1.dll"]
-    lock_path.write_text(json.dumps(lock))
+    recorded = read_lock(lock_path)
+    assert recorded is not None
+    files = tuple(f for f in recorded.files if f.name != "msvcp140_1.dll")
+    write_lock(lock_path, dataclasses.replace(recorded, files=files))  # an older result's lock
     drifted = build(*args, "--locked")
     assert drifted.returncode == 13
     assert "msvcp140_1.dll: new in the bundle" in drifted.stderr

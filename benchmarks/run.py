@@ -1,0 +1,527 @@
+"""Benchmark: `bundle` on the real 2.6 GB GPU payload, each command beside its yardstick.
+
+    python benchmarks/run.py [--repeat N] [--only P1,P2,...] [--work DIR] [--json FILE]
+
+Prepares the real data in the tests' cache ($BUNDLE_TEST_CACHE, else ~/.cache/bundle-tests:
+the pinned wheels, fetched by tools/fetch_test_wheels.py when missing), then times whole
+processes, N repetitions of each command paired with its yardstick in the same repetition, and
+prints the median, min and max, the ratio (median of the paired ratios) next to its target,
+and the machine. Exits 1 when a target is missed, 2 when something could not be measured.
+Needs x86_64-w64-mingw32-objdump and -dlltool (mingw-w64), unzip and cp, and about 12 GB free
+beside the cache (scratch folders are removed after each step). What the targets mean and
+what was measured: benchmarks/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bundler.deploy import FICLONE  # noqa: E402
+from bundler.errors import BundleError  # noqa: E402
+from bundler.profiles import PipSource, UrlSource, load_profile  # noqa: E402
+from tools.fetch_test_wheels import default_cache, dll_folder, pinned_wheels  # noqa: E402
+
+PROFILE = "ort-1.19.2-gpu-cuda12"
+EXE = REPO / "examples" / "hello" / "hello.exe"
+OBJDUMP = "x86_64-w64-mingw32-objdump"
+DLLTOOL = "x86_64-w64-mingw32-dlltool"
+# What one hashlib pass over the archives costs in a process of its own: P5's yardstick.
+HASH_ONCE = """
+import hashlib, sys
+for name in sys.argv[1:]:
+    digest = hashlib.sha256()
+    with open(name, "rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    print(digest.hexdigest(), name)
+"""
+
+
+@dataclass
+class Sample:
+    wall: float  # seconds
+    cpu: float  # user + system seconds of the process and its children
+    rss_mb: float  # peak resident set of the process (largest of its children too)
+
+
+@dataclass
+class Row:
+    """One target: the command's samples, its yardstick's (paired by index) or an absolute
+    limit, and the verdict."""
+
+    key: str
+    what: str
+    target: str
+    command: list[Sample] = field(default_factory=list)
+    yardstick: list[Sample] = field(default_factory=list)
+    yardstick_name: str = ""
+    limit: float | None = None  # the highest ratio, seconds or MB that passes
+    unit: str = "ratio"  # "ratio" (command / yardstick), "s" (wall), "MB" (peak RSS)
+    note: str = ""
+
+    def value(self) -> float:
+        if self.unit == "MB":
+            return max(sample.rss_mb for sample in self.command)
+        if self.unit == "s":
+            return statistics.median(sample.wall for sample in self.command)
+        pairs = zip(self.command, self.yardstick, strict=True)
+        return statistics.median(ours.wall / theirs.wall for ours, theirs in pairs)
+
+    def passed(self) -> bool | None:
+        if not self.command or self.limit is None:
+            return None
+        return self.value() <= self.limit
+
+
+class Failed(Exception):
+    """A command of the benchmark itself failed: the numbers would mean nothing."""
+
+
+def run(command: Sequence[str], env: dict[str, str] | None = None) -> Sample:
+    """One whole process, timed from start to exit; rusage from wait4 (this process only,
+    including what it waited for)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        process = subprocess.Popen(list(command), stdout=out, stderr=err, env=env)
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode != 0:
+            err.seek(0)
+            tail = err.read().decode(errors="replace").strip().splitlines()[-3:]
+            raise Failed(f"{shlex.join(command)} exited {process.returncode}: {' / '.join(tail)}")
+    return Sample(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
+
+
+PYTHON = [sys.executable]  # --python: the interpreter (an environment) that runs bundle
+
+
+def bundle(*args: str) -> list[str]:
+    """The CLI as a user starts it, from this checkout whatever is installed."""
+    return [*PYTHON, "-m", "bundler", *args]
+
+
+def warm(paths: Sequence[Path]) -> None:
+    """Read files once, untimed, so every timed run finds them in the page cache."""
+    for path in paths:
+        with path.open("rb") as handle:
+            while handle.read(1 << 24):
+                pass
+
+
+def bundle_env() -> dict[str, str]:
+    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path}
+    env.pop("BUNDLE_DEBUG", None)
+    return env
+
+
+def quiet_disk() -> None:
+    """Write back what earlier runs left dirty, so it is not flushed during the next one, and
+    let the filesystem settle (freeing a removed 2.6 GB folder goes on after unlink)."""
+    os.sync()
+    time.sleep(1)
+
+
+def fresh(path: Path) -> Path:
+    shutil.rmtree(path, ignore_errors=True)
+    return path
+
+
+# --- the data ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Data:
+    work: Path
+    cache: Path  # a complete cache of the GPU profile (archives and extracted trees)
+    reference: Path  # a --link build: the cache's own files, the yardstick copies those
+    blobs: tuple[Path, ...]  # the archives of the profile, in the cache
+
+
+def prepare(work: Path) -> Data:
+    env = bundle_env()
+    # Bytecode, as pip writes it at install: a checkout run with PYTHONDONTWRITEBYTECODE would
+    # otherwise compile every module in every process measured.
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "bundler")], check=True)
+    wheels = default_cache() / "wheels"
+    wanted = [source.wheel for source in _pip_sources()]
+    if not all((wheels / name).is_file() for name in wanted):
+        subprocess.run([sys.executable, str(REPO / "tools" / "fetch_test_wheels.py")], check=True)
+    cache = work / "cache"
+    pip_env = {**env, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels)}
+    fetch = bundle("fetch", "--profile", PROFILE, "--source", "pip", "--cache-dir", str(cache))
+    subprocess.run(fetch, env=pip_env, check=True, capture_output=True)
+    reference = work / "reference"
+    if not (reference / "bundle.lock.json").is_file():
+        _output(bundle("build", str(EXE), *_gpu(cache), "--link", "--out", str(reference)))
+    store = cache / "blobs" / "sha256"
+    blobs = tuple(store / s.sha256 for s in _pip_sources() if (store / s.sha256).is_file())
+    return Data(work, cache, reference, blobs)
+
+
+def _pip_sources() -> list[PipSource]:
+    """The pinned wheels of the GPU profile: what the benchmark's cache is made of."""
+    artifacts = load_profile(PROFILE).artifacts
+    return [s for a in artifacts for s in a.sources if isinstance(s, PipSource)]
+
+
+def _gpu(cache: Path) -> list[str]:
+    return ["--profile", PROFILE, "--offline", "--cache-dir", str(cache)]
+
+
+def blobs_only(data: Data, cache: Path) -> Path:
+    """A cache holding only the verified archives (hard links), as after `cache clean`."""
+    fresh(cache)
+    store = cache / "blobs" / "sha256"
+    store.mkdir(parents=True)
+    for blob in data.blobs:
+        for path in (blob, blob.with_name(f"{blob.name}.json")):
+            if path.is_file():
+                os.link(path, store / path.name)
+    return cache
+
+
+# --- the measurements -------------------------------------------------------------------------
+
+
+def p1_audit(data: Data, repeat: int) -> Row:
+    row = Row("P1", "bundle audit of the GPU folder", "<= 0.25x", limit=0.25)
+    row.yardstick_name = "objdump -p of its DLLs"
+    dlls = sorted(str(path) for path in data.reference.glob("*.dll"))
+    warm([Path(dll) for dll in dlls])
+    for _ in range(repeat):
+        row.command.append(run(bundle("audit", str(data.reference)), bundle_env()))
+        row.yardstick.append(_silent([OBJDUMP, "-p", *dlls]))
+    return row
+
+
+def _silent(command: list[str]) -> Sample:
+    """A yardstick whose output goes nowhere (a terminal would slow it down)."""
+    return run(["sh", "-c", f"{shlex.join(command)} >/dev/null"])
+
+
+def p2_build(data: Data, repeat: int, link: bool) -> Row:
+    flag = ["--link"] if link else []
+    row = Row(
+        "P2" + (" link" if link else ""),
+        f"warm bundle build{' --link' if link else ''} into a new folder",
+        "<= 0.05x" if link else "<= 1.15x",
+        limit=0.05 if link else 1.15,
+    )
+    row.yardstick_name = "cp -r of the same files"
+    out, copy = data.work / "p2" / "out", data.work / "p2" / "copy"
+    warm([path for path in data.reference.rglob("*") if path.is_file()])
+    for _ in range(repeat):
+        fresh(out)
+        fresh(copy)
+        quiet_disk()
+        build = bundle("build", str(EXE), *_gpu(data.cache), *flag, "--out", str(out))
+        row.command.append(run(build, bundle_env()))
+        quiet_disk()
+        row.yardstick.append(run(["cp", "-r", str(data.reference), str(copy)]))
+    fresh(out)
+    fresh(copy)
+    return row
+
+
+def p3_noop(data: Data, repeat: int) -> tuple[Row, Row]:
+    out = data.work / "p3" / "out"
+    build = bundle("build", str(EXE), *_gpu(data.cache), "--copy", "--out", str(out), "--json")
+    if not (out / "bundle.lock.json").is_file():
+        _output(build)
+    row = Row("P3", "no-op rebuild of a copied bundle", "<= 0.30 s", limit=0.3, unit="s")
+    for _ in range(repeat):
+        row.command.append(run(build, bundle_env()))
+    counters = json.loads(_output(build))["counters"]
+    if counters["copied"] or counters["linked"] or counters["hashed"]:
+        row.note = f"not a no-op: {counters}"
+        row.limit = 0.0
+    startup = Row("P3 start", "bundle --version (CLI start-up)", "(information)", unit="s")
+    for _ in range(repeat):
+        startup.command.append(run(bundle("--version"), bundle_env()))
+    fresh(out)
+    return row, startup
+
+
+def _output(command: list[str]) -> str:
+    done = subprocess.run(command, env=bundle_env(), capture_output=True, text=True)
+    if done.returncode != 0:
+        raise Failed(f"{shlex.join(command)} exited {done.returncode}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def p4_extract(data: Data, repeat: int) -> Row:
+    row = Row("P4", "cold extraction (fetch --offline, archives only)", "<= 0.40x", limit=0.4)
+    row.yardstick_name = "unzip of the same members"
+    cache, unzipped = data.work / "p4" / "cache", data.work / "p4" / "unzip"
+    script = _unzip_script(data, unzipped)
+    warm(data.blobs)
+    for _ in range(repeat):
+        blobs_only(data, cache)
+        quiet_disk()
+        row.command.append(run(bundle("fetch", *_gpu(cache)), bundle_env()))
+        fresh(unzipped).mkdir(parents=True)
+        quiet_disk()
+        row.yardstick.append(run(["sh", "-c", script]))
+    fresh(cache)
+    fresh(unzipped)
+    return row
+
+
+def _unzip_script(data: Data, target: Path) -> str:
+    """One unzip per archive, of exactly the members bundle extracted from it (its marker)."""
+    lines = []
+    for blob in data.blobs:
+        marker = json.loads((data.cache / "extracted" / blob.name / ".complete").read_text())
+        members = [_unzip_pattern(name) for name in _zip_names(blob, marker["members"])]
+        lines.append(shlex.join(["unzip", "-qq", "-o", str(blob), *members, "-d", str(target)]))
+    return " && ".join(lines)
+
+
+def _zip_names(blob: Path, tree_paths: list[str]) -> list[str]:
+    wanted = set(tree_paths)
+    with zipfile.ZipFile(blob) as archive:
+        return [name for name in archive.namelist() if name.replace("\\", "/") in wanted]
+
+
+def _unzip_pattern(name: str) -> str:
+    """unzip reads member names as wildcards: [ is the only one in real names to escape."""
+    return name.replace("[", "[[]")
+
+
+def p5_verify(data: Data, repeat: int) -> Row:
+    row = Row("P5", "fetch --offline --verify (re-hash 1.5 GB)", "<= 0.75x", limit=0.75)
+    row.yardstick_name = "one hashlib pass, one thread"
+    once = [sys.executable, "-c", HASH_ONCE, *(str(blob) for blob in data.blobs)]
+    warm(data.blobs)
+    for _ in range(repeat):
+        row.command.append(run(bundle("fetch", *_gpu(data.cache), "--verify"), bundle_env()))
+        row.yardstick.append(run(once))
+    return row
+
+
+def p6_rss(data: Data, repeat: int) -> Row:
+    row = Row("P6", "peak RSS of a cold GPU build", "<= 150 MB", limit=150.0, unit="MB")
+    cache, out = data.work / "p6" / "cache", data.work / "p6" / "out"
+    for _ in range(repeat):
+        blobs_only(data, cache)
+        fresh(out)
+        build = bundle("build", str(EXE), *_gpu(cache), "--out", str(out))
+        row.command.append(run(build, bundle_env()))
+    fresh(cache)
+    fresh(out)
+    return row
+
+
+def p7_render(data: Data, repeat: int) -> list[Row]:
+    lock = data.reference / "bundle.lock.json"
+    out = data.work / "p7"
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    commands = {
+        "iss": bundle("render", "iss", "--lock", str(lock), "--out", str(out / "setup.iss")),
+        "postbuild": bundle("render", "postbuild", "--lock", str(lock), "--out", str(out)),
+        "msbuild": _msbuild_command(data),
+    }
+    for name, command in commands.items():
+        what = f"bundle render {name}" if name != "msbuild" else "bundle msbuild (unchanged)"
+        row = Row(f"P7 {name}", what, "<= 0.30 s", limit=0.3, unit="s")
+        _output(command)  # the first run lays out (msbuild) or warms up
+        for _ in range(repeat):
+            row.command.append(run(command, bundle_env()))
+        rows.append(row)
+    fresh(out)
+    return rows
+
+
+def _msbuild_command(data: Data) -> list[str]:
+    """`bundle msbuild` needs ORT's release zip, unreachable here: the tests' replica (the real
+    DLLs in the zip's layout, tests/replica.py) stands in, pinned by a copy of the profile."""
+    from tests.replica import build_replica
+
+    folder = data.work / "replica"
+    recorded = folder / "replica.json"
+    if recorded.is_file():
+        pins = json.loads(recorded.read_text())
+    else:
+        wheel = next(w for w, s in pinned_wheels().items() if s.package == "onnxruntime-gpu")
+        dlls = dll_folder(default_cache() / "extracted" / wheel.removesuffix(".whl"))
+        replica = build_replica(dlls, folder)
+        pins = {"sha256": replica.sha256, "sha512": replica.sha512}
+        recorded.write_text(json.dumps(pins))
+    profile = _replica_profile(folder / "replica.toml", pins)
+    return bundle(
+        "msbuild", "--profile", str(profile), "--cache-dir", str(data.cache), "--offline",
+        "--mirror", str(folder), "--out", str(data.work / "p7" / "msbuild"), "--link",
+    )  # fmt: skip
+
+
+def _replica_profile(path: Path, pins: dict[str, str]) -> Path:
+    """The GPU profile with the release zip's pins replaced by the replica's."""
+    text = (REPO / "manifests" / "profiles" / f"{PROFILE}.toml").read_text()
+    zips = [
+        source
+        for artifact in load_profile(PROFILE).artifacts
+        for source in artifact.sources
+        if isinstance(source, UrlSource) and source.sdk
+    ]
+    (zip_source,) = zips
+    text = text.replace(zip_source.sha256, pins["sha256"])
+    if zip_source.sha512:
+        text = text.replace(zip_source.sha512, pins["sha512"])
+    path.write_text(text.replace(f'name = "{PROFILE}"', 'name = "replica-gpu"'))
+    return path
+
+
+# --- the report -------------------------------------------------------------------------------
+
+
+def machine(work: Path) -> dict[str, str]:
+    meminfo = Path("/proc/meminfo").read_text().splitlines()
+    kib = next((int(line.split()[1]) for line in meminfo if line.startswith("MemTotal:")), 0)
+    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
+    models = [line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")]
+    memory, cpu = f"{kib / 1024**2:.1f} GiB", (models or [platform.processor() or "?"])[0]
+    return {
+        "cores": str(os.cpu_count()),
+        "cpu": cpu,
+        "memory": memory,
+        "file system": f"{_file_system(work)} ({'reflinks' if _reflinks(work) else 'no reflinks'})",
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "libraries": _versions(),
+        "load average (1 min) at start": f"{os.getloadavg()[0]:.2f}",
+    }
+
+
+def _versions() -> str:
+    """The libraries that decide start-up (typer) and inflating (isal) where bundle runs."""
+    probe = (
+        "from importlib.metadata import version as v, PackageNotFoundError as E\n"
+        "def f(n):\n    try: return n + ' ' + v(n)\n    except E: return n + ' absent'\n"
+        "print(', '.join(map(f, ['typer', 'isal', 'pefile'])))"
+    )
+    done = subprocess.run([*PYTHON, "-c", probe], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def _file_system(path: Path) -> str:
+    """The type of the mount holding `path` (the longest mount point that prefixes it)."""
+    best, kind = "", "?"
+    target = str(path.resolve())
+    with open("/proc/mounts") as mounts:
+        for line in mounts:
+            _, point, fstype, *_ = line.split()
+            inside = target == point or target.startswith(point.rstrip("/") + "/")
+            if inside and len(point) > len(best):
+                best, kind = point, fstype
+    return kind
+
+
+def _reflinks(folder: Path) -> bool:
+    import fcntl
+
+    with tempfile.TemporaryDirectory(dir=folder) as scratch:
+        source, copy = Path(scratch) / "a", Path(scratch) / "b"
+        source.write_bytes(b"x" * 4096)
+        with source.open("rb") as reader, copy.open("wb") as writer:
+            try:
+                fcntl.ioctl(writer.fileno(), FICLONE, reader.fileno())
+                return True
+            except OSError:
+                return False
+
+
+def report(rows: Sequence[Row], facts: dict[str, str]) -> str:
+    lines = ["| target | command | median | min | max | yardstick (median) | ratio | limit | |"]
+    lines.append("|---|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        lines.append(_line(row))
+    lines.append("")
+    lines += [f"- {name}: {value}" for name, value in facts.items()]
+    return "\n".join(lines)
+
+
+def _line(row: Row) -> str:
+    if row.unit == "MB":
+        values = [sample.rss_mb for sample in row.command]
+        shown = [f"{statistics.median(values):.0f} MB", f"{min(values):.0f}", f"{max(values):.0f}"]
+    else:
+        walls = [sample.wall for sample in row.command]
+        shown = [f"{statistics.median(walls):.2f} s", f"{min(walls):.2f}", f"{max(walls):.2f}"]
+    yard, ratio = "", ""
+    if row.yardstick:
+        median = statistics.median(sample.wall for sample in row.yardstick)
+        yard = f"{row.yardstick_name}: {median:.2f} s"
+        ratio = f"{row.value():.2f}x"
+    verdict = {True: "met", False: "MISSED", None: ""}[row.passed()]
+    note = f" ({row.note})" if row.note else ""
+    cells = [row.key, row.what, *shown, yard, ratio, row.target, verdict + note]
+    return "| " + " | ".join(cells) + " |"
+
+
+STEPS: dict[str, Callable[[Data, int], list[Row]]] = {
+    "P1": lambda data, n: [p1_audit(data, n)],
+    "P2": lambda data, n: [p2_build(data, n, link=False), p2_build(data, n, link=True)],
+    "P3": lambda data, n: list(p3_noop(data, n)),
+    "P4": lambda data, n: [p4_extract(data, n)],
+    "P5": lambda data, n: [p5_verify(data, n)],
+    "P6": lambda data, n: [p6_rss(data, min(n, 2))],
+    "P7": lambda data, n: p7_render(data, n),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5, help="repetitions of each (default 5)")
+    parser.add_argument("--only", default=",".join(STEPS), help="e.g. P2,P3 (default: all)")
+    parser.add_argument("--work", type=Path, default=default_cache() / "bench", help="scratch")
+    parser.add_argument("--json", type=Path, help="also write every sample here")
+    parser.add_argument("--python", type=Path, help="run bundle with this interpreter")
+    args = parser.parse_args()
+    if args.python:
+        PYTHON[:] = [str(args.python)]
+    missing = [tool for tool in (OBJDUMP, DLLTOOL, "unzip", "cp") if shutil.which(tool) is None]
+    if missing:
+        sys.exit(f"missing {', '.join(missing)}: apt-get install mingw-w64 unzip")
+    args.work.mkdir(parents=True, exist_ok=True)
+    facts = machine(args.work)
+    print("preparing the GPU data (first run: fetch and extract 1.5 GB) ...", flush=True)
+    rows: list[Row] = []
+    step = "preparing"
+    try:
+        data = prepare(args.work)
+        for step in [key.strip().upper() for key in args.only.split(",")]:
+            print(f"measuring {step} ({args.repeat} repetitions) ...", flush=True)
+            rows += STEPS[step](data, args.repeat)
+    except (Failed, BundleError, subprocess.CalledProcessError) as failure:
+        print(f"{step}: could not be measured: {failure}", file=sys.stderr)
+        sys.exit(2)
+    facts["load average (1 min) at end"] = f"{os.getloadavg()[0]:.2f}"
+    print(report(rows, facts))
+    if args.json:
+        samples = {row.key: asdict(row) for row in rows}
+        args.json.write_text(json.dumps({"machine": facts, "rows": samples}, indent=1))
+    sys.exit(1 if any(row.passed() is False for row in rows) else 0)
+
+
+if __name__ == "__main__":
+    main()

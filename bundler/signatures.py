@@ -1,0 +1,132 @@
+"""Authenticode: does a vendor-signed DLL still carry a signature that verifies?
+
+A DLL that was signed and no longer verifies has been changed after signing: patched,
+corrupted in transit, or replaced by someone else's build under the vendor's name. Checked:
+the signed digest equals the file's Authenticode hash, and the signer's signature over it is
+valid. Not checked: the chain to a trusted root and revocation (Windows does that with its own
+root store when a policy requires it); certificate expiry is ignored, because a signature
+timestamped while the certificate was valid stays valid.
+
+Which vendors sign is a fact of the pinned binaries, recorded per artifact in the profiles
+(`signed = true`: ONNX Runtime and the VC++ runtime by Microsoft, cuDNN by NVIDIA; the CUDA
+runtime, cuBLAS, cuFFT and NVRTC DLLs of the PyPI wheels are not signed).
+
+The reader is LIEF (PyPI `lief`, the optional `signatures` extra). The `signify` package would
+be the lighter choice, but its crypto backend (oscrypto 1.3.0) cannot be imported on Linux with
+OpenSSL 3.0.10 or newer: it does not parse that version string, so it fails on current Debian.
+Read layer (check_signature: one file), plus the audit's judgement of a folder's signatures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from bundler.errors import ConfigError, InputFileError, IntegrityError
+from bundler.findings import Finding, finding
+from bundler.profiles import Profile
+
+INSTALL_HINT = 'pip install "bundle[signatures]" (LIEF reads Authenticode signatures)'
+
+
+class SignatureState(StrEnum):
+    VALID = "valid"
+    INVALID = "invalid"  # signed, and the signature does not verify
+    UNSIGNED = "unsigned"
+
+
+@dataclass(frozen=True)
+class Signature:
+    state: SignatureState
+    signer: str | None  # the signing certificate's subject
+    detail: str  # what LIEF reported, e.g. "BAD_DIGEST"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"state": self.state.value, "signer": self.signer, "detail": self.detail}
+
+
+def _lief() -> Any:
+    try:
+        import lief
+    except ImportError:
+        raise ConfigError(f"checking signatures needs LIEF: {INSTALL_HINT}.") from None
+    lief.logging.disable()
+    return lief
+
+
+def check_signature(path: Path) -> Signature:
+    """The state of `path`'s Authenticode signature (the first one, as Windows uses)."""
+    lief = _lief()
+    binary = lief.PE.parse(str(path))
+    if binary is None:
+        raise InputFileError(f"{path}: not a readable PE file; its signature cannot be checked.")
+    signatures = list(binary.signatures)
+    if not signatures:
+        return Signature(SignatureState.UNSIGNED, None, "no Authenticode signature")
+    checks = lief.PE.Signature.VERIFICATION_CHECKS.SKIP_CERT_TIME
+    flags = binary.verify_signature(checks)
+    signer = _signer(signatures[0])
+    if flags == lief.PE.Signature.VERIFICATION_FLAGS.OK:
+        return Signature(SignatureState.VALID, signer, "OK")
+    return Signature(SignatureState.INVALID, signer, _flag_names(flags))
+
+
+def _signer(signature: Any) -> str | None:
+    signers = list(signature.signers)
+    if not signers or signers[0].cert is None:
+        return None
+    return str(signers[0].cert.subject)
+
+
+def _flag_names(flags: Any) -> str:
+    """`VERIFICATION_FLAGS.BAD_DIGEST | ...` as `BAD_DIGEST, ...`."""
+    text = str(flags).replace("VERIFICATION_FLAGS.", "")
+    return ", ".join(part.strip() for part in text.split("|"))
+
+
+# --- bundle audit --signatures -------------------------------------------------------------------
+
+FINDING_CODES = ("BA601", "BA602")
+
+
+def signature_findings(folder: Path, names: Iterable[str], profile: Profile) -> list[Finding]:
+    """BA601 for each file in `folder` whose signature does not verify, BA602 for an unsigned
+    one that the profile's pinned build has signed (`signed = true` on its artifact)."""
+    found: list[Finding] = []
+    for name in sorted(names, key=str.lower):
+        signature = check_signature(folder / name)
+        if signature.state is SignatureState.INVALID:
+            message = (
+                f"{name}: the signature of {signature.signer} does not verify ({signature.detail})"
+            )
+            found.append(finding("BA601", (name,), message))
+        elif signature.state is SignatureState.UNSIGNED and profile.signed_by_vendor(name):
+            message = f"{name} is not signed; the profile's pinned build of it is"
+            found.append(finding("BA602", (name,), message))
+    return found
+
+
+# --- bundle build with signatures = "verify" -----------------------------------------------------
+
+
+def verify_vendor_signatures(files: Iterable[tuple[str, Path]], profile: Profile) -> None:
+    """Every file (name, source path) whose vendor signs it must carry a signature that
+    verifies: an unsigned or changed one never ships. Raises IntegrityError naming it."""
+    for name, source in files:
+        if not profile.signed_by_vendor(name):
+            continue
+        signature = check_signature(source)
+        if signature.state is SignatureState.VALID:
+            continue
+        what = (
+            "is not signed"
+            if signature.state is SignatureState.UNSIGNED
+            else f"has a signature that does not verify ({signature.detail})"
+        )
+        raise IntegrityError(
+            f"{source}: {name} {what}, but {profile.name} says its vendor signs it "
+            '(signatures = "verify"); take it from the pinned source, or check where it came from.'
+        )
