@@ -1,3 +1,3 @@
-from bundler.cli import main
+from bundler.entry import main
 
 main()

@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
 import pytest
 
+import bundler
 from tests.conftest import REPO
 
 
@@ -21,7 +23,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
          "-w", str(out), str(REPO)],
         check=True,
     )  # fmt: skip
-    (built,) = out.glob("bundle-*.whl")
+    (built,) = out.glob("ort_bundle-*.whl")  # the distribution name (pyproject.toml)
     return built
 
 
@@ -86,3 +88,63 @@ def test_wheel_contains_the_msbuild_templates(wheel: Path, tmp_path: Path) -> No
     assert rendered.returncode == 0, rendered.stderr
     assert rendered.stdout.strip() == "2"
     assert (tmp_path / "out" / "ort-bundle.props").read_bytes().startswith(b"\xef\xbb\xbf<?xml")
+
+
+@pytest.fixture(scope="module")
+def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh virtual environment with the wheel installed as a user installs it. The
+    dependencies come from the test environment's own site-packages (a .pth after the
+    venv's own folder), so no index is needed; `bundler` itself only from the wheel."""
+    root = tmp_path_factory.mktemp("venv") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(root)], check=True)
+    python = root / ("Scripts" if os.name == "nt" else "bin") / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    (Path(site) / "zz-test-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)],
+        check=True,
+    )
+    return root
+
+
+def venv_run(venv: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    folder = venv / ("Scripts" if os.name == "nt" else "bin")
+    return subprocess.run(
+        [str(folder / args[0]), *args[1:]], capture_output=True, text=True, cwd=cwd
+    )
+
+
+def test_the_wheel_installs_as_ort_bundle_with_the_bundle_command(
+    venv: Path, tmp_path: Path
+) -> None:
+    shown = venv_run(venv, "python", "-m", "pip", "show", "ort-bundle", cwd=tmp_path)
+    assert shown.returncode == 0 and "Name: ort-bundle" in shown.stdout
+    version = venv_run(venv, "bundle", "--version", cwd=tmp_path)
+    assert version.returncode == 0, version.stderr
+    assert version.stdout.strip() == f"bundle {bundler.__version__}"
+    listing = venv_run(venv, "bundle", "profiles", cwd=tmp_path)
+    assert listing.returncode == 0, listing.stderr
+    assert "ort-1.19.2-gpu-cuda12" in listing.stdout
+    where = venv_run(venv, "python", "-c", "import bundler; print(bundler.__file__)", cwd=tmp_path)
+    assert where.stdout.startswith(str(venv))  # ours, from the wheel: not the checkout
+
+
+def test_a_foreign_bundler_package_is_a_clear_error(venv: Path, tmp_path: Path) -> None:
+    """What `pip install bundler` (another project) does to us: its __init__.py replaces ours."""
+    where = venv_run(venv, "python", "-c", "import bundler; print(bundler.__file__)", cwd=tmp_path)
+    init = Path(where.stdout.strip())
+    original = init.read_text()
+    try:
+        init.write_text('"""Someone else\'s bundler."""\n__version__ = "9.9"\n')
+        for command in (["bundle", "profiles"], ["python", "-m", "bundler", "profiles"]):
+            result = venv_run(venv, *command, cwd=tmp_path)
+            assert result.returncode == 14, result.stderr
+            assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+            assert f"'bundler' in {init} is not ort-bundle's" in result.stderr
+            assert "pip uninstall bundler" in result.stderr
+    finally:
+        init.write_text(original)
+    assert venv_run(venv, "bundle", "profiles", cwd=tmp_path).returncode == 0
