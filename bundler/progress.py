@@ -1,4 +1,4 @@
-"""Talk layer: progress for long transfers. A redrawn bar on a terminal; in CI logs (no TTY)
+"""Talk layer: progress for long transfers. rich's bar on a terminal; in CI logs (no TTY)
 plain lines at every 10 % (or every 64 MB when the size is unknown), so logs stay short."""
 
 from __future__ import annotations
@@ -24,29 +24,44 @@ def _mb(size: int) -> str:
 
 
 class _Bar:
+    """rich's progress bar (installed with typer), the same look for every long step. rich is
+    imported only here, on a terminal: a CI log never pays for it."""
+
     def __init__(self, label: str, total: int | None, out: TextIO) -> None:
-        self.label, self.total, self.out = label, total, out
-        self.started = time.monotonic()
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=Console(file=out, force_terminal=True),
+            transient=False,
+            auto_refresh=False,  # redrawn by the calls below, at most every 0.1 s: no thread
+        )
+        self.task = self.progress.add_task(label, total=total)
         self.last_draw = 0.0
+        self.progress.start()
 
     def __call__(self, done: int, total: int | None) -> None:
-        total = total or self.total
-        now = time.monotonic()
         finished = total is not None and done >= total
-        if now - self.last_draw < 0.1 and not finished:
-            return
-        self.last_draw = now
-        rate = done / max(now - self.started, 1e-6)
-        if total:
-            filled = int(30 * done / total)
-            bar = "#" * filled + "-" * (30 - filled)
-            text = f"{self.label} [{bar}] {_mb(done)} / {_mb(total)} {_mb(int(rate))}/s"
-        else:
-            text = f"{self.label} {_mb(done)} {_mb(int(rate))}/s"
-        self.out.write("\r" + text[:120].ljust(120))
+        now = time.monotonic()
+        self.progress.update(self.task, completed=done, total=total)
         if finished:
-            self.out.write("\n")
-        self.out.flush()
+            self.progress.refresh()
+            self.progress.stop()
+        elif now - self.last_draw >= 0.1:
+            self.last_draw = now
+            self.progress.refresh()
 
 
 class _Lines:

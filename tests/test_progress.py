@@ -46,5 +46,14 @@ def test_terminal_bar_redraws_one_line_and_ends_it() -> None:
     report(0, 2_000_000)
     report(2_000_000, 2_000_000)
     text = out.getvalue()
-    assert text.count("\n") == 1 and text.endswith("\n")
-    assert "\r" in text and "[##############################]" in text
+    assert text.count("\n") == 1  # one line, redrawn in place, ended once
+    assert "\r" in text and "ort.zip" in text and "2.0/2.0 MB" in text  # rich's bar
+
+
+def test_terminal_bar_without_a_size_shows_the_bytes() -> None:
+    out = Terminal()
+    report = progress_for("stream", None, out)
+    assert report is not None
+    report(3_000_000, None)
+    report(5_000_000, 5_000_000)
+    assert "5.0/5.0 MB" in out.getvalue() and out.getvalue().count("\n") == 1
