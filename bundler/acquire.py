@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -113,11 +114,13 @@ class Acquirer:
         self.options = options
         self.progress = progress
         self.verified: set[str] = set()  # blobs re-hashed by this run (--verify)
+        self.damaged: dict[str, str] = {}  # blobs --verify found damaged and removed: why
 
     def verify_cached(self) -> None:
         """--verify: re-hash the blob each artifact would take from the cache, all files at
         once on their own threads (hashlib releases the GIL), so the pass costs about the
-        largest file or the total over the cores, whichever is more, not the sum."""
+        largest file or the total over the cores, whichever is more, not the sum. A damaged
+        blob is removed and fetched anew like a missing one (`get`); the report says so."""
         blobs: list[tuple[str, int | None]] = []
         for artifact in self.profile.artifacts:
             for source in self._allowed(artifact):
@@ -127,7 +130,7 @@ class Acquirer:
                 ):
                     blobs.append((source.sha256, _size(source)))
                     break
-        self.cache.verify(blobs)
+        self.damaged = self.cache.verify(blobs)
         self.verified.update(sha256 for sha256, _ in blobs)
 
     def unpack(self, outcomes: Sequence[Acquired | _Archive]) -> list[Acquired]:
@@ -146,7 +149,15 @@ class Acquirer:
         ]
         what = fresh[0] if len(fresh) == 1 else f"{len(fresh)} archives"
         report = self.progress(f"extracting {what}", None) if fresh else None
-        trees = iter(extract_all(requests, root, progress=report))
+        with ExitStack() as held:
+            # One extraction per archive across processes: several builds on one cache would
+            # otherwise each inflate the same archive, the losers' trees thrown away. Locks
+            # in sorted order (no deadlock); extract_all looks again for a complete tree
+            # once they are held, so a waiter reuses the winner's.
+            if fresh:
+                for sha256 in sorted({request.sha256 for request in requests}):
+                    held.enter_context(self.cache.lock(sha256))
+            trees = iter(extract_all(requests, root, progress=report))
         return [
             self._acquired(item, next(trees)) if isinstance(item, _Archive) else item
             for item in outcomes
@@ -161,6 +172,11 @@ class Acquirer:
             return hit
         skipped = [
             self._not_allowed(source) for source in artifact.sources if source not in allowed
+        ]
+        skipped += [
+            f"cache: {self.damaged[source.sha256]}"
+            for source in allowed
+            if isinstance(source, UrlSource | PipSource) and source.sha256 in self.damaged
         ]
         for source in allowed if self.options.mirrors else []:
             if not isinstance(source, DirSource):
@@ -204,6 +220,14 @@ class Acquirer:
 
     def _failure(self, artifact: Artifact, skipped: list[str]) -> BundleError:
         reasons = "; ".join(skipped) or "no source allowed"
+        if any(reason.startswith("cache: ") for reason in skipped):
+            # --verify removed a damaged copy and nothing could replace it: an integrity
+            # failure (exit 9) that still says why no fresh copy came
+            return IntegrityError(
+                f"artifact {artifact.name} {artifact.version}: the cached copy was damaged "
+                f"and no source could replace it ({reasons}). Check the disk, then run again "
+                "with the network or a mirror to fetch it anew."
+            )
         if not self._sdk_only(artifact):
             return FetchError(
                 f"artifact {artifact.name} {artifact.version}: no source could provide it "

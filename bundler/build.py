@@ -21,8 +21,16 @@ from bundler.acquire import (
     dll_search_path,
 )
 from bundler.cache import Cache, files_sha256
-from bundler.deploy import Counters, Deployment, Placement, apply, plan_deployment, same_file
-from bundler.errors import ConfigError, LockMismatchError, MissingDependenciesError
+from bundler.deploy import (
+    Counters,
+    Deployment,
+    Placement,
+    apply,
+    output_lock,
+    plan_deployment,
+    same_file,
+)
+from bundler.errors import ConfigError, LockMismatchError, MissingDependenciesError, OutputError
 from bundler.lock import LOCK_NAME, Lock, LockedFile, differences, read_lock, write_lock
 from bundler.plan import Plan, PlanFile, Status
 from bundler.profiles import Artifact, Profile, load_profile
@@ -102,12 +110,12 @@ def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
         raise ConfigError(
             "--vc-runtime installer needs --vc-redist PATH (the vc_redist.x64.exe to ship)."
         )
-    installer = options.installer.checked()
+    options.installer.checked()  # invalid installer settings fail before any work
     if options.archive is not None:
         from bundler.archive import archive_format
 
         archive_format(options.archive)  # a wrong suffix fails before any work
-    previous = read_lock(out / LOCK_NAME)  # a bad lock fails before any download, too
+    read_lock(out / LOCK_NAME)  # a bad lock fails before any download (read again to deploy)
     cache = Cache(options.cache_dir)
     acquired = acquire_profile(profile, cache, options.acquire, progress)
     search = list(options.search) + dll_search_path(acquired)
@@ -122,6 +130,27 @@ def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
         bundled = plan.with_status(Status.BUNDLED)
         verify_vendor_signatures([(i.name, Path(i.source or "")) for i in bundled], profile)
     placed = placements(plan, profile, acquired, options, out)
+    if options.dry_run:
+        return _deploy(options, out, plan, profile, mode, placed, cache, progress)
+    with output_lock(out):  # the old lock is read again inside: another build may have run
+        result = _deploy(options, out, plan, profile, mode, placed, cache, progress)
+        _write_views(options, out, profile, app.name, result, progress)
+    return result
+
+
+def _deploy(
+    options: BuildOptions,
+    out: Path,
+    plan: Plan,
+    profile: Profile,
+    mode: str,
+    placed: list[tuple[Placement, Source]],
+    cache: Cache,
+    progress: ProgressFactory,
+) -> BuildResult:
+    """Decide against the lock file as it is now, then (unless --dry-run) place the files
+    and write the lock last, so that the lock always describes complete files."""
+    previous = read_lock(out / LOCK_NAME)
     sizes = {item.name: item.size for item in previous.files} if previous else {}
     deployment = plan_deployment(
         [p for p, _ in placed], out, sizes, options.link, options.force, options.clean
@@ -137,12 +166,31 @@ def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
         return result
     size = deployment.bytes_to_write
     apply(deployment, counters, progress(f"deploying into {out}", size) if size else None)
-    write_lock(out / LOCK_NAME, lock)
+    try:
+        write_lock(out / LOCK_NAME, lock)
+    except OSError as exc:
+        raise OutputError(
+            f"{out / LOCK_NAME}: cannot write the lock file ({exc.strerror or exc}); check "
+            "free space and permissions there, then build again."
+        ) from exc
+    return result
+
+
+def _write_views(
+    options: BuildOptions,
+    out: Path,
+    profile: Profile,
+    app_name: str,
+    result: BuildResult,
+    progress: ProgressFactory,
+) -> None:
+    """The SBOM, setup script, post-build files and archive: views of the written lock."""
+    lock = result.lock
     if options.sbom:
-        write_sbom(out / SBOM_NAME, lock, profile, app.name)
+        write_sbom(out / SBOM_NAME, lock, profile, app_name)
     script = options.iss_path(out)
     if script is not None:
-        result.iss = write_iss(lock, out, script, installer)
+        result.iss = write_iss(lock, out, script, options.installer.checked())
     if options.postbuild is not None:
         result.postbuild = write_postbuild(lock, out, out, options.postbuild)
     if options.archive is not None:
@@ -151,7 +199,6 @@ def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
         total = sum(item.size for item in lock.files)
         packing = progress(f"packing {options.archive}", total)
         result.archive = write_archive(out, lock, options.archive, packing)
-    return result
 
 
 def require_complete(plan: Plan) -> None:

@@ -22,7 +22,7 @@ import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -69,15 +69,42 @@ def files_sha256(paths: Sequence[Path]) -> list[str]:
 
 
 @contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """An exclusive advisory lock held while the block runs (blocks until it is free)."""
+def file_lock(path: Path, *, remove: bool = False) -> Iterator[None]:
+    """An exclusive advisory lock held while the block runs (blocks until it is free).
+
+    With `remove` the lock file is deleted on release, so it leaves no trace (an output folder
+    must hold only what builds put there). A waiter may then hold the lock of a deleted file:
+    after locking it checks that the path still names the file it locked, and otherwise opens
+    the path again, so two holders never overlap (Windows cannot delete an open file: there
+    the file may stay, which is harmless)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a+b") as handle:
-        _lock(handle)
+    while True:
+        handle = path.open("a+b")
         try:
-            yield
-        finally:
-            _unlock(handle)
+            _lock(handle)
+        except BaseException:
+            handle.close()
+            raise
+        if not remove or _still_named(handle, path):
+            break
+        handle.close()  # closing releases the lock of the deleted file
+    try:
+        yield
+    finally:
+        if remove:
+            with suppress(OSError):  # before unlocking: see the docstring
+                path.unlink(missing_ok=True)
+        _unlock(handle)
+        handle.close()
+
+
+def _still_named(handle: IO[bytes], path: Path) -> bool:
+    try:
+        named = path.stat()
+    except FileNotFoundError:
+        return False
+    held = os.fstat(handle.fileno())
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
 
 
 def _lock(handle: IO[bytes]) -> None:
@@ -158,20 +185,27 @@ class Cache:
             )
         return path
 
-    def verify(self, blobs: Sequence[tuple[str, int | None]]) -> None:
-        """lookup(verify=True) for several blobs, hashed in parallel; a damaged blob is removed
-        and IntegrityError names the first, in the order given."""
-        present = [(sha256, size) for sha256, size in blobs if self.blob(sha256).is_file()]
-        for sha256, size in present:
-            self.lookup(sha256, size)  # the cheap size check first
-        actual = files_sha256([self.blob(sha256) for sha256, _ in present])
-        for (sha256, _), found in zip(present, actual, strict=True):
+    def verify(self, blobs: Sequence[tuple[str, int | None]]) -> dict[str, str]:
+        """Re-hash several blobs in parallel. A damaged one (wrong size or hash) is removed, so
+        that the caller fetches it anew instead of failing on bytes it could replace; returns
+        {sha256: what was wrong} for those."""
+        damaged: dict[str, str] = {}
+        present = []
+        for sha256, size in blobs:
+            try:
+                if self.lookup(sha256, size) is not None:  # the cheap size check first
+                    present.append(sha256)
+            except IntegrityError as error:
+                damaged[sha256] = str(error)
+        actual = files_sha256([self.blob(sha256) for sha256 in present])
+        for sha256, found in zip(present, actual, strict=True):
             if found != sha256:
                 self._discard(sha256)
-                raise IntegrityError(
-                    f"cached {self.blob(sha256)} has SHA-256 {found}, expected {sha256}; "
-                    "it was removed: run the command again to fetch it anew."
+                damaged[sha256] = (
+                    f"cached {self.blob(sha256)} had SHA-256 {found}, expected {sha256}; "
+                    "it was removed"
                 )
+        return damaged
 
     def add(self, verified: Path, sha256: str, name: str, origin: str) -> Path:
         """Move an already verified file (in the cache's filesystem) into the store."""

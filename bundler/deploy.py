@@ -24,16 +24,19 @@ import io
 import os
 import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from bundler.cache import file_lock
 from bundler.download import ProgressCallback
-from bundler.errors import ConflictError, InputFileError
+from bundler.errors import ConflictError, InputFileError, OutputError
 from bundler.pe import format_version, read_pe
 
 TEMP_SUFFIX = ".bundle-tmp"
+BUILD_LOCK = ".bundle-build.lock"  # held by the build writing the folder (output_lock)
 COPY_CHUNK = 64 << 20  # bytes per kernel copy call: the progress bar moves between calls
 # Files copied at once: a page-cache copy is CPU work in the kernel, so two files on two cores
 # take about half the time of one after the other (measured: benchmarks/README.md, P2).
@@ -159,7 +162,49 @@ def _describe(path: Path) -> str:
 def apply(
     deployment: Deployment, counters: Counters, progress: ProgressCallback | None = None
 ) -> None:
-    """Carry out the steps; `progress` hears (bytes placed, bytes to place) as bytes land."""
+    """Carry out the steps; `progress` hears (bytes placed, bytes to place) as bytes land.
+
+    A write that fails (read-only folder, full disk) is an OutputError, and the files this
+    call created where nothing was before are removed again: a failed build leaves the folder
+    as it found it, not with half its DLLs (files it replaced cannot be brought back, but each
+    is whole, old or new, never partial)."""
+    out = deployment.out
+    existed = out.exists()
+    created = [
+        out / step.placement.name
+        for step in deployment.steps
+        if step.action in ("copy", "link") and not (out / step.placement.name).exists()
+    ]
+    try:
+        _apply(deployment, counters, progress)
+    except OSError as exc:
+        _remove_created(out, created, existed)
+        name = f" {Path(exc.filename).name}" if exc.filename else ""
+        raise OutputError(
+            f"{out}: cannot write{name} there ({exc.strerror or exc}); the files this build "
+            "had added were removed. Check free space and permissions there, or pass --out DIR."
+        ) from exc
+
+
+def _remove_created(out: Path, created: Sequence[Path], existed: bool) -> None:
+    """Undo a failed apply: the new files, then the folders that held only them."""
+    for path in created:
+        path.unlink(missing_ok=True)
+    folders = {parent for path in created for parent in path.parents if out in parent.parents}
+    for folder in sorted(folders, key=lambda folder: len(folder.parts), reverse=True):
+        _rmdir_if_empty(folder)
+    if not existed:
+        _rmdir_if_empty(out)
+
+
+def _rmdir_if_empty(folder: Path) -> None:
+    with suppress(OSError):  # not empty (files of others), or already gone
+        folder.rmdir()
+
+
+def _apply(
+    deployment: Deployment, counters: Counters, progress: ProgressCallback | None = None
+) -> None:
     out = deployment.out
     out.mkdir(parents=True, exist_ok=True)
     remove_leftovers(out)
@@ -310,6 +355,30 @@ def _user_copy(
     while count := reader.readinto(buffer):
         writer.write(view[:count])
         advance(count)
+
+
+@contextmanager
+def output_lock(out: Path) -> Iterator[None]:
+    """One build at a time per output folder, across processes: two builds into one folder
+    would otherwise plan against the same old lock file and overwrite each other's temporary
+    files. A second build waits, then plans against what the first one wrote. The lock file
+    (BUILD_LOCK) is removed on release; a folder this call created and nothing filled is
+    removed again, so a build that fails leaves no trace."""
+    existed = out.exists()
+    try:
+        with ExitStack() as held:
+            try:
+                out.mkdir(parents=True, exist_ok=True)
+                held.enter_context(file_lock(out / BUILD_LOCK, remove=True))
+            except OSError as exc:
+                raise OutputError(
+                    f"{out}: cannot write there ({exc.strerror or exc}); check the "
+                    "permissions, or pass --out DIR."
+                ) from exc
+            yield
+    finally:
+        if not existed:
+            _rmdir_if_empty(out)
 
 
 def remove_leftovers(out: Path) -> list[Path]:

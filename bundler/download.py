@@ -22,7 +22,7 @@ import re
 import socket
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, NoReturn
@@ -38,6 +38,9 @@ ProgressCallback = Callable[[int, int | None], None]
 
 _HEX = re.compile(r"[0-9a-f]+")
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
+TIMEOUT_ENV = "BUNDLE_HTTP_TIMEOUT"
+RETRIES_ENV = "BUNDLE_HTTP_RETRIES"
+BACKOFF_ENV = "BUNDLE_HTTP_BACKOFF"
 _DNS_FAILURES = ("name or service not known", "nodename nor servname", "getaddrinfo failed")
 
 
@@ -76,15 +79,38 @@ def _check_hex(name: str, value: str, length: int) -> None:
         raise ValueError(f"{name} pin must be {length} lower-case hex digits, got {value!r}")
 
 
+def _env_number(name: str, default: float) -> float:
+    """A non-negative number from the environment, else `default`. Like pip's PIP_TIMEOUT and
+    PIP_RETRIES: a slow proxy needs longer timeouts, and a test of a stalled server (or a CI
+    job that would rather fail fast) needs shorter ones, without a flag on every command."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise FetchError(f"${name}={text!r}: not a number of seconds or attempts") from None
+    if value < 0:
+        raise FetchError(f"${name}={text!r}: must not be negative")
+    return value
+
+
 @dataclass(frozen=True)
 class DownloadPolicy:
-    """How hard to try. Tests shrink the timeouts and the backoff; the CLI sets allow_http."""
+    """How hard to try. Tests shrink the timeouts and the backoff; the CLI sets allow_http.
+
+    Defaults come from $BUNDLE_HTTP_TIMEOUT (seconds: both the connect and the read timeout),
+    $BUNDLE_HTTP_RETRIES and $BUNDLE_HTTP_BACKOFF (seconds) when set, so every command that
+    downloads honours them."""
 
     allow_http: bool = False  # plain http:// refused unless True (an explicitly allowed mirror)
-    connect_timeout: float = 10.0
-    read_timeout: float = 30.0  # seconds without a byte => stalled
-    retries: int = 3  # extra attempts on connection errors, timeouts, 5xx, cut bodies; never 4xx
-    backoff: float = 1.0  # sleep backoff * 2**n before the n-th retry (n from 0)
+    connect_timeout: float = field(default_factory=lambda: _env_number(TIMEOUT_ENV, 10.0))
+    # seconds without a byte => stalled
+    read_timeout: float = field(default_factory=lambda: _env_number(TIMEOUT_ENV, 30.0))
+    # extra attempts on connection errors, timeouts, 5xx, cut bodies; never 4xx
+    retries: int = field(default_factory=lambda: int(_env_number(RETRIES_ENV, 3)))
+    # sleep backoff * 2**n before the n-th retry (n from 0)
+    backoff: float = field(default_factory=lambda: _env_number(BACKOFF_ENV, 1.0))
     chunk_size: int = 1 << 20
 
 
@@ -103,7 +129,7 @@ def download(
     url: str,
     dest: Path,
     pins: Pins,
-    policy: DownloadPolicy = DownloadPolicy(),
+    policy: DownloadPolicy | None = None,
     progress: ProgressCallback | None = None,
     session: requests.Session | None = None,
 ) -> DownloadResult:
@@ -115,6 +141,7 @@ def download(
     """
     import requests  # ~0.1 s to import: only when something is downloaded
 
+    policy = policy if policy is not None else DownloadPolicy()  # the environment as of now
     check_scheme(url, policy)
     http = session if session is not None else requests.Session()
     try:

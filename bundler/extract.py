@@ -328,6 +328,10 @@ def _unsafe(archive: Path, member: str, reason: str) -> ArchiveError:
 
 
 def _corrupt(archive: Path, member: str | None, detail: object) -> ArchiveError:
+    if type(detail).__name__ == "CrcError" and isinstance(detail, Exception):
+        # py7zr's CrcError carries (expected, actual, member name) and no words
+        member = str(detail.args[-1]) if detail.args else member
+        detail = "CRC-32 mismatch: the bytes are damaged"
     where = f" (member {member!r})" if member is not None else ""
     line = " ".join(str(detail).split()) or type(detail).__name__
     return ArchiveError(

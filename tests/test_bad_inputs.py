@@ -9,11 +9,15 @@ Rows prepare their files in a fresh workspace. The default profile is a small cu
 only artifact is a local folder of synthetic DLLs (a `kind = "dir"` source), so a build that
 wrongly gets past a bad input still finishes offline and fast instead of downloading.
 
-Room for the rows still to come (HTTP 404/500/stall, wrong hash, truncated download, zip-slip,
-zip bomb, corrupt archives, full disk, interruption, concurrency): a row lists what it `needs`
-from the test's fixtures ("http": the `http_server` of tests/httpserver.py, reachable as
-`ws.server`), and its `also` check asserts any further effect (a file outside the output
-folder left alone, a partial download removed, ...).
+Network, archive and disk rows serve their bytes from a real HTTP server on 127.0.0.1: a row
+lists what it `needs` from the test's fixtures ("http": the `http_server` of
+tests/httpserver.py, reachable as `ws.server`), and its `also` check asserts any further effect
+(a file outside the output folder left alone, a partial download removed, ...). Short
+timeouts and one retry come from the download layer's own environment variables
+(BUNDLE_HTTP_TIMEOUT, _RETRIES, _BACKOFF). Every row, whatever it expects, also checks that the
+cache holds no file under a final name that is not what that name promises (a blob whose
+SHA-256 is not its name, an extracted tree without its `.complete` marker). Interruption and
+concurrency have their own files (tests/test_interrupt.py, tests/test_concurrency.py).
 
 A row that fails today because of code outside the PE reader and the profile/config loaders is
 kept, marked xfail(strict=True) with `raises=` the one check that fails, so that every other
@@ -24,7 +28,13 @@ mark must go).
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import re
+import stat
+import struct
+import subprocess
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,8 +42,8 @@ from pathlib import Path
 import pytest
 
 from bundler.errors import ExitCode
-from tests.conftest import run_bundle
-from tests.httpserver import HttpServer
+from tests.conftest import require, run_bundle
+from tests.httpserver import Handler, HttpServer
 from tests.pefactory import DIR_DELAY_IMPORT, DIR_IMPORT, PEPatch, PESpec, build_pe, write_pe
 
 DEPS_ENV = "BUNDLE_TEST_DEPS"
@@ -84,6 +94,9 @@ class Workspace:
     root: Path
     server: HttpServer | None = None
     exe: Path = field(init=False)
+    url: str = ""  # what a network row's profile downloads
+    sha256: str = ""  # and its pin
+    cleanups: list[Callable[[], None]] = field(default_factory=list)  # e.g. unmount
 
     def __post_init__(self) -> None:
         self.exe = self.root / "app" / "app.exe"
@@ -118,8 +131,8 @@ class Workspace:
 
     def words(self) -> dict[str, str]:
         """What a row's expected key words may name: {exe}, {profile}, ..."""
-        names = ("exe", "deps", "profile", "out", "cache", "lock", "config", "root")
-        return {name: str(getattr(self, name)) for name in names}
+        names = ("exe", "deps", "profile", "out", "cache", "lock", "config", "root", "url")
+        return {name: str(getattr(self, name)) for name in (*names, "sha256")}
 
     def build(self, *extra: str, exe: Path | None = None, profile: str | None = None) -> list[str]:
         """`bundle build` into the row's output folder and cache, never onto the network."""
@@ -344,6 +357,235 @@ def corrupt_search_dll(ws: Workspace) -> list[str]:
     (ws.root / "mine").mkdir()
     (ws.root / "mine" / "onnxruntime.dll").write_bytes(image.to_bytes())
     return ws.build("--search", str(ws.root / "mine"))
+
+
+# --- rows served over HTTP: the network, the archive, the disk -----------------------------------
+
+ARCHIVE_PATH = "/dl/onnxruntime-1.19.2.zip"
+DLL_MEMBER = "ort/bin/onnxruntime.dll"
+HTTP_ENV = {
+    "BUNDLE_HTTP_TIMEOUT": "1",
+    "BUNDLE_HTTP_RETRIES": "1",
+    "BUNDLE_HTTP_BACKOFF": "0.05",
+    "NO_PROXY": "127.0.0.1",  # the server is on loopback, whatever proxy the machine has
+}
+
+URL_PROFILE = """\
+# onnxruntime.dll from a zip on the test's HTTP server, pinned.
+schema_version = 1
+name = "bad-inputs-url"
+description = "test profile"
+architecture = "x64"
+min_windows = "10.0.10240"
+vc_runtime = "app-local"
+roots = ["onnxruntime.dll"]
+
+[[artifacts]]
+name = "onnxruntime"
+version = "1.19.2"
+provides = ["onnxruntime.dll"]
+
+[[artifacts.sources]]
+kind = "url"
+url = "{url}"
+sha256 = "{sha256}"
+size = {size}
+"""
+
+
+def ort_dll(padding: int = 0) -> bytes:
+    spec = PESpec(imports=("KERNEL32.dll",), file_version=(1, 19, 2, 0), padding=padding)
+    return build_pe(spec)
+
+
+def zip_of(members: dict[str, bytes], symlink: str | None = None) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(zipfile.ZipInfo(name, (2024, 9, 4, 12, 0, 0)), data)
+        if symlink:
+            info = zipfile.ZipInfo(symlink, (2024, 9, 4, 12, 0, 0))
+            info.external_attr = (stat.S_IFLNK | 0o777) << 16
+            archive.writestr(info, "../../../etc/passwd")
+    return buffer.getvalue()
+
+
+def good_zip() -> bytes:
+    return zip_of({DLL_MEMBER: ort_dll(), "ort/LICENSE": b"MIT"})
+
+
+def pin_to(ws: Workspace, archive: bytes) -> list[str]:
+    """Pin the profile's artifact to `archive` and return an online `bundle build` whose
+    mirror is the row's server. Profiles take only https:// URLs, so the pinned URL is
+    unreachable and the bytes come from the mirror on loopback, allowed by --allow-http; the
+    mirror serves them under the pinned file name, ARCHIVE_PATH."""
+    assert ws.server is not None, "a network row needs={'http'}"
+    ws.url, ws.sha256 = ws.server.url(ARCHIVE_PATH), hashlib.sha256(archive).hexdigest()
+    pinned = f"https://downloads.invalid{ARCHIVE_PATH}"
+    ws.profile.write_text(URL_PROFILE.format(url=pinned, sha256=ws.sha256, size=len(archive)))
+    ws.app()
+    args = ws.build(*mirror_args(ws))
+    args.remove("--offline")
+    return args
+
+
+def mirror_args(ws: Workspace) -> list[str]:
+    assert ws.server is not None
+    return ["--mirror", ws.server.url(ARCHIVE_PATH.rsplit("/", 1)[0]), "--allow-http"]
+
+
+def served(
+    serve: Callable[[HttpServer, bytes], None], pinned: Callable[[], bytes] = good_zip
+) -> Callable[[Workspace], list[str]]:
+    """A row whose profile pins `pinned()` and whose server does `serve` with those bytes."""
+
+    def setup(ws: Workspace) -> list[str]:
+        archive = pinned()
+        args = pin_to(ws, archive)
+        assert ws.server is not None
+        serve(ws.server, archive)
+        return args
+
+    return setup
+
+
+def hostile(archive: Callable[[], bytes]) -> Callable[[Workspace], list[str]]:
+    """A row whose server serves exactly the pinned bytes, and those bytes are a bad archive:
+    the download is verified, stored, and the extraction must refuse it."""
+    return served(lambda server, data: server.serve_bytes(ARCHIVE_PATH, data), archive)
+
+
+def cut_every_time(server: HttpServer, data: bytes) -> None:
+    """Every answer announces the whole file and hangs up after 100 bytes (no Range)."""
+
+    def behaviour(handler: Handler, _n: int) -> None:
+        handler.send_bytes(data, ranges=False, cut_after=100)
+
+    server.route(ARCHIVE_PATH, behaviour)
+
+
+def other_bytes_same_size(server: HttpServer, data: bytes) -> None:
+    server.serve_bytes(ARCHIVE_PATH, data[:-1] + bytes([data[-1] ^ 0xFF]))
+
+
+def zip_bomb() -> bytes:
+    """A member whose headers declare 1 MiB but whose deflate stream inflates to 8 MiB: within
+    deflate's possible ratio, so only counting the inflated bytes catches it."""
+    archive = bytearray(zip_of({DLL_MEMBER: ort_dll() + bytes(8 << 20)}))
+    info = zipfile.ZipFile(io.BytesIO(bytes(archive))).getinfo(DLL_MEMBER)
+    declared = struct.pack("<L", 1 << 20)
+    archive[info.header_offset + 22 : info.header_offset + 26] = declared  # local header
+    central = archive.index(b"PK\x01\x02")
+    archive[central + 24 : central + 28] = declared  # central directory entry
+    return bytes(archive)
+
+
+def corrupt_central_directory() -> bytes:
+    archive = bytearray(good_zip())
+    central = archive.index(b"PK\x01\x02")
+    archive[central : central + 4] = b"XXXX"
+    return bytes(archive)
+
+
+def sevenzip_bad_crc() -> bytes:
+    """A 7z whose members are stored (copy filter), one data byte flipped: the headers are
+    intact, the member's CRC-32 is not."""
+    import py7zr
+
+    buffer = io.BytesIO()
+    with py7zr.SevenZipFile(buffer, "w", filters=[{"id": py7zr.FILTER_COPY}]) as archive:
+        archive.writestr(ort_dll(), DLL_MEMBER)
+    data = bytearray(buffer.getvalue())
+    data[32 + 200] ^= 0xFF  # the packed streams start right after the 32-byte signature header
+    return bytes(data)
+
+
+def mount_tmpfs(ws: Workspace, options: str) -> None:
+    """The output folder on its own tmpfs (we run as root in CI: chmod stops nobody)."""
+    ws.out.mkdir(parents=True, exist_ok=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(ws.out)],
+        capture_output=True,
+        text=True,
+    )
+    require(mounted.returncode == 0, f"cannot mount a tmpfs: {mounted.stderr.strip()}")
+    ws.cleanups.append(lambda: subprocess.run(["umount", str(ws.out)], check=True))
+
+
+def read_only_output(ws: Workspace) -> list[str]:
+    mount_tmpfs(ws, "ro,size=1m")
+    ws.app()
+    return ws.build()
+
+
+def disk_fills_up(ws: Workspace) -> list[str]:
+    """A 1 MiB output folder and a 3 MiB DLL: the copy runs out of space part way."""
+    mount_tmpfs(ws, "size=1m")
+    (ws.deps / "onnxruntime.dll").write_bytes(ort_dll(padding=3 << 20))
+    ws.app()
+    return ws.build()
+
+
+def no_extracted_tree(ws: Workspace) -> None:
+    extracted = ws.cache / "extracted"
+    assert not extracted.exists() or not list(extracted.iterdir()), list(extracted.iterdir())
+    assert not list(ws.root.rglob("evil.dll")), "a member was written outside its tree"
+
+
+def no_download_kept(ws: Workspace) -> None:
+    """Bytes known to be wrong are neither stored nor kept for resuming."""
+    for folder in ("blobs/sha256", "tmp"):
+        path = ws.cache / folder
+        assert not path.exists() or not list(path.iterdir()), list(path.iterdir())
+
+
+def partial_kept_for_resume(ws: Workspace) -> None:
+    """A network failure keeps the bytes received under a temp name, never a final one."""
+    assert not (ws.cache / "blobs" / "sha256" / ws.sha256).exists()
+    (part,) = (ws.cache / "tmp").iterdir()
+    assert part.name == f"{ws.sha256}.part" and part.stat().st_size > 0
+
+
+def requests_made(count: int) -> Callable[[Workspace], None]:
+    def check(ws: Workspace) -> None:
+        assert ws.server is not None
+        got = ws.server.requests_for(ARCHIVE_PATH)
+        assert len(got) == count, got
+
+    return check
+
+
+def flipped_cache_entry(*extra: str) -> Callable[[Workspace], list[str]]:
+    """`bundle fetch --verify` on a cache whose blob has one byte flipped (same size: only a
+    full re-hash can tell)."""
+
+    def setup(ws: Workspace) -> list[str]:
+        archive = good_zip()
+        pin_to(ws, archive)
+        assert ws.server is not None
+        ws.server.serve_bytes(ARCHIVE_PATH, archive)
+        args = ["fetch", "--profile", str(ws.profile), "--cache-dir", str(ws.cache)]
+        first = run_bundle(*args, *mirror_args(ws))
+        assert first.returncode == 0, first.stderr
+        blob = ws.cache / "blobs" / "sha256" / ws.sha256
+        damaged = bytearray(blob.read_bytes())
+        damaged[len(damaged) // 2] ^= 0x01
+        blob.write_bytes(bytes(damaged))
+        mirror = mirror_args(ws)[1]
+        return [*args, "--verify", *(arg.replace("{mirror}", mirror) for arg in extra)]
+
+    return setup
+
+
+def cache_entry_replaced(ws: Workspace) -> None:
+    blob = ws.cache / "blobs" / "sha256" / ws.sha256
+    assert hashlib.sha256(blob.read_bytes()).hexdigest() == ws.sha256
+    requests_made(2)(ws)  # the first fetch, and the replacement
+
+
+def cache_entry_removed(ws: Workspace) -> None:
+    assert not (ws.cache / "blobs" / "sha256" / ws.sha256).exists()
+    requests_made(1)(ws)  # --offline: only the first fetch went to the server
 
 
 CASES = [
@@ -608,6 +850,163 @@ CASES = [
         ("{lock}", "'../precious.dll'", "outside the output folder"),
         also=precious_is_kept,
     ),
+    # --- the network (a real server on 127.0.0.1) ---------------------------------------------
+    Case(
+        "url-http-404",
+        served(lambda server, data: server.status(ARCHIVE_PATH, 404)),
+        ExitCode.FETCH,
+        ("artifact onnxruntime 1.19.2", "{url}: HTTP 404", "check the URL", "--mirror DIR"),
+        needs=frozenset({"http"}),
+        cache_untouched=False,
+        also=no_download_kept,
+    ),
+    Case(
+        "url-http-500-forever",
+        served(lambda server, data: server.status(ARCHIVE_PATH, 500)),
+        ExitCode.FETCH,
+        ("download of {url} failed after 2 attempts", "HTTP 500", "try again later"),
+        needs=frozenset({"http"}),
+        cache_untouched=False,
+        also=requests_made(2),
+    ),
+    Case(
+        "url-stalled-server",
+        served(lambda server, data: server.stall(ARCHIVE_PATH, data, after=100, seconds=4)),
+        ExitCode.FETCH,
+        (
+            "download of {url} failed after 2 attempts",
+            "the server stopped sending data for 1 s",
+            "try again later or use a mirror",
+        ),
+        needs=frozenset({"http"}),
+        cache_untouched=False,
+        also=no_download_kept,
+    ),
+    Case(
+        "url-wrong-hash",
+        served(other_bytes_same_size),
+        ExitCode.INTEGRITY,
+        ("{url}: SHA-256 mismatch, expected {sha256}", "the file was discarded", "mirror"),
+        needs=frozenset({"http"}),
+        cache_untouched=False,
+        also=no_download_kept,
+    ),
+    Case(
+        "url-truncated-file-on-the-server",
+        served(lambda server, data: server.serve_bytes(ARCHIVE_PATH, data[:-50])),
+        ExitCode.INTEGRITY,
+        ("{url} is", "bytes according to the server but the pin says", "check the URL"),
+        needs=frozenset({"http"}),
+        cache_untouched=False,
+        also=no_download_kept,
+    ),
+    Case(
+        "url-connection-cut-every-time",
+        served(cut_every_time),
+        ExitCode.FETCH,
+        (
+            "download of {url} failed after 2 attempts",
+            "connection lost after 100 bytes",
+            "kept in {cache}/tmp/{sha256}.part and resumed next time",
+        ),
+        needs=frozenset({"http"}),
+        cache_untouched=False,
+        also=partial_kept_for_resume,
+    ),
+    # --- hostile or damaged archives (downloaded, verified against their pin, then opened) -------
+    Case(
+        "zip-slip-dotdot-member",
+        hostile(lambda: zip_of({DLL_MEMBER: ort_dll(), "../../evil.dll": b"MZ"})),
+        ExitCode.ARCHIVE,
+        ("unsafe member '../../evil.dll'", "'..' in its path", "nothing was extracted"),
+        needs=frozenset({"http"}),
+        cache_untouched=False,
+        also=no_extracted_tree,
+    ),
+    Case(
+        "zip-absolute-member",
+        hostile(lambda: zip_of({DLL_MEMBER: ort_dll(), "/tmp/evil.dll": b"MZ"})),
+        ExitCode.ARCHIVE,
+        ("unsafe member '/tmp/evil.dll'", "absolute path", "check where it came from"),
+        needs=frozenset({"http"}),
+        cache_untouched=False,
+        also=no_extracted_tree,
+    ),
+    Case(
+        "zip-symlink-member",
+        hostile(lambda: zip_of({DLL_MEMBER: ort_dll()}, symlink="ort/bin/cudart64_12.dll")),
+        ExitCode.ARCHIVE,
+        ("unsafe member 'ort/bin/cudart64_12.dll'", "symbolic link", "nothing was extracted"),
+        needs=frozenset({"http"}),
+        cache_untouched=False,
+        also=no_extracted_tree,
+    ),
+    Case(
+        "zip-bomb-declared-size-lie",
+        hostile(zip_bomb),
+        ExitCode.ARCHIVE,
+        (f"unsafe member '{DLL_MEMBER}'", "more than the 1048576 bytes", "zip bomb"),
+        needs=frozenset({"http"}),
+        cache_untouched=False,
+        also=no_extracted_tree,
+    ),
+    Case(
+        "zip-corrupt-central-directory",
+        hostile(corrupt_central_directory),
+        ExitCode.ARCHIVE,
+        ("corrupt archive", "delete it from the cache and download it again"),
+        needs=frozenset({"http"}),
+        cache_untouched=False,
+        also=no_extracted_tree,
+    ),
+    Case(
+        "7z-bad-crc",
+        hostile(sevenzip_bad_crc),
+        ExitCode.ARCHIVE,
+        ("corrupt archive (member 'ort/bin/onnxruntime.dll')", "CRC-32 mismatch", "download"),
+        needs=frozenset({"http"}),
+        cache_untouched=False,
+        also=no_extracted_tree,
+    ),
+    # --- the output folder's disk ---------------------------------------------------------------
+    Case(
+        "output-folder-read-only",
+        read_only_output,
+        ExitCode.OUTPUT,
+        ("{out}: cannot write there", "Read-only file system", "pass --out DIR"),
+        cache_untouched=False,  # the artifacts are acquired before anything is written
+    ),
+    Case(
+        "output-disk-fills-up-during-the-copy",
+        disk_fills_up,
+        ExitCode.OUTPUT,
+        ("{out}: cannot write", "No space left on device", "Check free space"),
+        cache_untouched=False,
+    ),
+    # --- the cache, damaged on disk after it was verified -------------------------------------
+    Case(
+        "cache-entry-flipped-byte-is-replaced-by-verify",  # a good outcome: caught and re-fetched
+        flipped_cache_entry("--mirror", "{mirror}", "--allow-http"),
+        ExitCode.OK,
+        (),
+        needs=frozenset({"http"}),
+        cache_untouched=False,
+        also=cache_entry_replaced,
+    ),
+    Case(
+        "cache-entry-flipped-byte-offline",
+        flipped_cache_entry("--offline"),
+        ExitCode.INTEGRITY,
+        (
+            "artifact onnxruntime 1.19.2: the cached copy was damaged",
+            "expected {sha256}; it was removed",
+            "network disabled by --offline",
+            "fetch it anew",
+        ),
+        needs=frozenset({"http"}),
+        cache_untouched=False,
+        also=cache_entry_removed,
+    ),
 ]
 
 
@@ -636,7 +1035,17 @@ def test_bad_input(
     ws = Workspace(tmp_path)
     if "http" in case.needs:
         ws.server = request.getfixturevalue("http_server")
+        for name, value in HTTP_ENV.items():
+            monkeypatch.setenv(name, value)
     monkeypatch.setenv(DEPS_ENV, str(ws.deps))
+    try:
+        check_row(case, ws)
+    finally:
+        for cleanup in reversed(ws.cleanups):
+            cleanup()
+
+
+def check_row(case: Case, ws: Workspace) -> None:
     args = case.setup(ws)
     output_before, cache_before = snapshot(ws.out), snapshot(ws.cache)
 
@@ -655,11 +1064,34 @@ def test_bad_input(
             raise OutputWritten(f"{ws.out} changed: {snapshot(ws.out)} (was {output_before})")
         if case.cache_untouched and snapshot(ws.cache) != cache_before:
             raise CacheWritten(f"{ws.cache} changed: {snapshot(ws.cache)} (was {cache_before})")
+    check_cache_honest(ws.cache)
     if case.also is not None:
         case.also(ws)
 
 
+_HASH_NAME = re.compile(r"[0-9a-f]{64}")
+
+
+def check_cache_honest(cache: Path) -> None:
+    """Whatever happened, every final name in the cache keeps its promise: a blob's SHA-256 is
+    its name, and an extracted tree is complete (has its marker)."""
+    blobs, trees = cache / "blobs" / "sha256", cache / "extracted"
+    for blob in blobs.iterdir() if blobs.is_dir() else ():
+        named = _HASH_NAME.fullmatch(blob.name)
+        if named and hashlib.sha256(blob.read_bytes()).hexdigest() != blob.name:
+            raise CacheWritten(f"{blob}: its bytes do not hash to its name")
+    for tree in trees.iterdir() if trees.is_dir() else ():
+        if _HASH_NAME.fullmatch(tree.name) and not (tree / ".complete").is_file():
+            raise CacheWritten(f"{tree}: an extracted tree without its .complete marker")
+
+
+# bundler/progress.py's plain lines (stderr is not a terminal here): "label: 40% (...)"
+_PROGRESS = re.compile(r"[^\n]*: \d+% \([^\n]*\)\n")
+
+
 def check_message(stderr: str, words: list[str]) -> None:
+    """One `error: ...` line, after nothing but the progress lines of the work done before."""
+    stderr = _PROGRESS.sub("", stderr)
     if not (stderr.startswith("error: ") and stderr.count("\n") == 1 and stderr.endswith("\n")):
         raise WrongMessage(f"not one 'error: ...' line: {stderr!r}")
     absent = [word for word in words if word not in stderr]
