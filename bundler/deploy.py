@@ -23,7 +23,6 @@ import filecmp
 import io
 import os
 import sys
-import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager, suppress
@@ -31,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bundler.cache import file_lock
-from bundler.download import ProgressCallback
+from bundler.download import ProgressCallback, ProgressMeter
 from bundler.errors import ConflictError, InputFileError, OutputError
 from bundler.pe import format_version, read_pe
 
@@ -221,10 +220,10 @@ def _apply(
                 os.utime(out / step.placement.name, ns=(stat.st_atime_ns, stat.st_mtime_ns))
         else:
             writes.append(step)
-    _place_all(writes, out, counters, _Meter(deployment.bytes_to_write, progress))
+    _place_all(writes, out, counters, ProgressMeter(deployment.bytes_to_write, progress))
 
 
-def _place_all(steps: Sequence[Step], out: Path, counters: Counters, meter: _Meter) -> None:
+def _place_all(steps: Sequence[Step], out: Path, counters: Counters, meter: ProgressMeter) -> None:
     """Largest files first on COPY_WORKERS threads; the first error is raised after the
     files already being written are finished or removed."""
     ordered = sorted(steps, key=lambda step: step.placement.size, reverse=True)
@@ -247,24 +246,7 @@ def _place_all(steps: Sequence[Step], out: Path, counters: Counters, meter: _Met
             counters.bytes_written += step.placement.size
 
 
-class _Meter:
-    """Bytes placed by all threads, told to one progress callback (under a lock: the callback
-    draws on a terminal)."""
-
-    def __init__(self, total: int, progress: ProgressCallback | None) -> None:
-        self.total, self.progress = total, progress
-        self.done = 0
-        self._lock = threading.Lock()
-
-    def add(self, count: int) -> None:
-        if self.progress is None:
-            return
-        with self._lock:
-            self.done += count
-            self.progress(self.done, self.total)
-
-
-def _place(step: Step, out: Path, meter: _Meter) -> bool:
+def _place(step: Step, out: Path, meter: ProgressMeter) -> bool:
     """Write one file under a temporary name, then rename it into place. True when it was
     hard-linked, False when copied."""
     target = out / step.placement.name

@@ -20,6 +20,7 @@ import hashlib
 import os
 import re
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -35,6 +36,24 @@ if TYPE_CHECKING:  # imported when a download starts: most commands never need t
 
 ProgressCallback = Callable[[int, int | None], None]
 """Called as bytes arrive with (bytes done, total size or None when the server does not say)."""
+
+
+class ProgressMeter:
+    """Bytes done by several threads (copies, inflating), told to one progress callback under a
+    lock: the callback draws on a terminal."""
+
+    def __init__(self, total: int, progress: ProgressCallback | None) -> None:
+        self.total, self.progress = total, progress
+        self.done = 0
+        self._lock = threading.Lock()
+
+    def add(self, count: int) -> None:
+        if self.progress is None:
+            return
+        with self._lock:
+            self.done += count
+            self.progress(self.done, self.total)
+
 
 _HEX = re.compile(r"[0-9a-f]+")
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")

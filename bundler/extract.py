@@ -42,7 +42,7 @@ from pathlib import Path, PurePosixPath
 from types import ModuleType
 from typing import Any, BinaryIO, Protocol, TypeGuard
 
-from bundler.download import ProgressCallback
+from bundler.download import ProgressCallback, ProgressMeter
 from bundler.errors import ArchiveError, InputFileError
 
 _deflate: ModuleType = zlib  # zlib's interface: decompressobj, crc32, error
@@ -559,7 +559,7 @@ def _write_members(jobs: Sequence[_Job], workers: int, progress: ProgressCallbac
     total = sum(member.size for job in jobs for member in job.members)
     pending: collections.deque[_Job | tuple[_Job, _Member]] = collections.deque([*whole, *tasks])
     failed = threading.Event()
-    meter = _Meter(total, progress)
+    meter = ProgressMeter(total, progress)
 
     def drain() -> None:
         with ExitStack() as handles:
@@ -594,25 +594,8 @@ def _write_members(jobs: Sequence[_Job], workers: int, progress: ProgressCallbac
         future.result()
 
 
-class _Meter:
-    """Bytes written by all threads, reported to one progress callback (under a lock: the
-    callback draws on a terminal)."""
-
-    def __init__(self, total: int, progress: ProgressCallback | None) -> None:
-        self.total, self.progress = total, progress
-        self.done = 0
-        self._lock = threading.Lock()
-
-    def add(self, count: int) -> None:
-        if self.progress is None:
-            return
-        with self._lock:
-            self.done += count
-            self.progress(self.done, self.total)
-
-
 def _inflate_member(
-    archive: Path, source: BinaryIO, member: _Member, tree: Path, meter: _Meter
+    archive: Path, source: BinaryIO, member: _Member, tree: Path, meter: ProgressMeter
 ) -> None:
     """Stream one member to disk, checking the bytes against the central directory: never
     more than the declared size (stopped at the first extra byte), then exact size and CRC."""
