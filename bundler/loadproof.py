@@ -684,7 +684,7 @@ def prove_load(
     """The report with the loader's verdict (`load_proof`) and the disagreements as findings
     (those matching an `ignore` rule go to `suppressed`). Raises LoaderUnavailableError where
     no Windows loader can run."""
-    plan, folder = report.plan, report.folder
+    plan, folder = report.plan, report.folder.resolve()  # the runs use cwd = folder
     names = [entry.name for entry in os.scandir(folder) if entry.is_file()]
     if os.name == "nt":
         runs = _windows_runs(plan, folder, app_args, timeout)

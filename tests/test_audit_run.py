@@ -94,10 +94,12 @@ def bundle_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def audit_run(folder: Path, env: dict[str, str], *args: str) -> tuple[dict[str, object], int, str]:
+def audit_run(
+    folder: Path, env: dict[str, str], *args: str, cwd: Path | None = None
+) -> tuple[dict[str, object], int, str]:
     """`bundle audit FOLDER --run --json` as a user runs it: document, exit code, stderr."""
     command = [sys.executable, "-m", "bundler", "audit", str(folder), "--run", "--json", *args]
-    result = subprocess.run(command, capture_output=True, text=True, env=env)
+    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd)
     assert result.stdout, result.stderr
     data = json.loads(result.stdout)
     assert isinstance(data, dict)
@@ -189,6 +191,17 @@ def test_clean_gpu_bundle_loads_in_a_private_prefix(
     while processes_in(prefix) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert processes_in(prefix) == []
+
+
+@pytest.mark.realdata
+def test_a_relative_folder_runs_the_app_it_names(gpu_bundle: Path, wine: Wine) -> None:
+    """PATH as a user types it, relative to the current folder: the runs (cwd = the folder)
+    must still start that exe, not a path relative to the folder itself."""
+    data, code, stderr = audit_run(Path(gpu_bundle.name), in_prefix(wine), cwd=gpu_bundle.parent)
+    assert code == 0, stderr
+    run = runs_of(data)["hello.exe"]
+    assert run["exit_code"] == 0, run  # Wine's "file not found" would be exit 53
+    assert run["command"][1] == str(gpu_bundle / "hello.exe")
 
 
 @pytest.mark.realdata
