@@ -28,6 +28,7 @@ import pytest
 from bundler.audit import audit
 from bundler.plan import Status
 from tests.test_build import HELLO, build, linked_copy
+from tests.test_real_closure import CUDNN
 from tests.wine import Wine, WineRun
 
 GPU = "ort-1.19.2-gpu-cuda12"
@@ -83,17 +84,7 @@ PROVIDER_IMPORTS = frozenset(
 # and NVRTC its builtins at run time. (cuBLASLt is loaded at run time by cuDNN too, but the
 # provider imports it, so the loader sees it.)
 RUNTIME_ONLY = frozenset(
-    {
-        "cudnn_graph64_9.dll",
-        "cudnn_ops64_9.dll",
-        "cudnn_cnn64_9.dll",
-        "cudnn_adv64_9.dll",
-        "cudnn_engines_precompiled64_9.dll",
-        "cudnn_engines_runtime_compiled64_9.dll",
-        "cudnn_heuristic64_9.dll",
-        "nvrtc64_120_0.dll",
-        "nvrtc-builtins64_124.dll",
-    }
+    CUDNN - {"cudnn64_9.dll"} | {"nvrtc64_120_0.dll", "nvrtc-builtins64_124.dll"}
 )
 LOAD_LINE = re.compile(rf"^LoadLibrary {re.escape(PROVIDER)}: (ok|error (\d+))$", re.M)
 

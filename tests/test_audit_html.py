@@ -42,6 +42,7 @@ from tests.test_audit import (
     synthetic_gpu,
 )
 from tests.test_audit import gpu_bundle as gpu_bundle  # the module fixture, reused
+from tests.test_real_closure import GPU_BUNDLE
 
 DIRECTML = "ort-1.19.2-directml"
 ORT_VERSION = (1, 19, 24, 903)
@@ -51,30 +52,7 @@ HOSTILE = "<img src=x onerror=alert(1)>.dll"  # a legal Linux file name, and HTM
 # The GPU bundle of examples/hello as FIELD_NOTES §2-4 describe it (lower case): the app, ORT and
 # its two providers, the CUDA 12.4 runtime libraries, every cuDNN 9.1 sub-library, NVRTC with
 # its builtins for 12.4, the four VC++ runtime DLLs ORT imports; nvcuda.dll is the driver's.
-GPU_CLOSURE = {
-    "hello.exe",
-    "onnxruntime.dll",
-    "onnxruntime_providers_shared.dll",
-    "onnxruntime_providers_cuda.dll",
-    "cudart64_12.dll",
-    "cublas64_12.dll",
-    "cublaslt64_12.dll",
-    "cufft64_11.dll",
-    "cudnn64_9.dll",
-    "cudnn_graph64_9.dll",
-    "cudnn_ops64_9.dll",
-    "cudnn_cnn64_9.dll",
-    "cudnn_adv64_9.dll",
-    "cudnn_engines_precompiled64_9.dll",
-    "cudnn_engines_runtime_compiled64_9.dll",
-    "cudnn_heuristic64_9.dll",
-    "nvrtc64_120_0.dll",
-    "nvrtc-builtins64_124.dll",
-    "msvcp140.dll",
-    "msvcp140_1.dll",
-    "vcruntime140.dll",
-    "vcruntime140_1.dll",
-}
+GPU_CLOSURE = {"hello.exe"} | GPU_BUNDLE
 DRIVER = "nvcuda.dll"
 WINDOWS = "windows"  # the one node for every system DLL and API set
 

@@ -24,6 +24,7 @@ from tests.pefactory import PESpec, write_pe
 from tests.test_audit import CPU, GPU, audit_cli, broken_copy, found
 from tests.test_audit import gpu_bundle as gpu_bundle  # the module fixture, reused
 from tests.test_build import HELLO, build
+from tests.test_real_closure import CUDNN, VC_RUNTIME
 
 
 @pytest.fixture(autouse=True)
@@ -32,23 +33,11 @@ def _lief_installed() -> None:
     require(importlib.util.find_spec("lief") is not None, 'pip install -e ".[signatures]"')
 
 
-SIGNED = {
-    "onnxruntime.dll",
-    "onnxruntime_providers_shared.dll",
-    "onnxruntime_providers_cuda.dll",
-    "cudnn64_9.dll",
-    "cudnn_graph64_9.dll",
-    "cudnn_ops64_9.dll",
-    "cudnn_cnn64_9.dll",
-    "cudnn_adv64_9.dll",
-    "cudnn_engines_precompiled64_9.dll",
-    "cudnn_engines_runtime_compiled64_9.dll",
-    "cudnn_heuristic64_9.dll",
-    "msvcp140.dll",
-    "msvcp140_1.dll",
-    "vcruntime140.dll",
-    "vcruntime140_1.dll",
-}
+SIGNED = (
+    {"onnxruntime.dll", "onnxruntime_providers_shared.dll", "onnxruntime_providers_cuda.dll"}
+    | CUDNN
+    | VC_RUNTIME
+)
 
 
 def real_copy(original: Path, target: Path) -> Path:
