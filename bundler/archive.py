@@ -30,7 +30,7 @@ import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import IO, BinaryIO, cast
 
 import py7zr
@@ -47,7 +47,7 @@ from bundler.errors import (
     OutputError,
     PlanFormatError,
 )
-from bundler.lock import LOCK_NAME, Lock
+from bundler.lock import LOCK_NAME, Lock, is_inside
 
 FORMATS = (".zip", ".7z")
 CHUNK = 1 << 20  # bytes per read: bounds memory whatever the file size
@@ -208,8 +208,7 @@ def _entries(folder: Path, lock: Lock, target: Path) -> list[_Entry]:
 def _check_name(folder: Path, name: str) -> None:
     """A payload name must stay inside the bundle folder: a hand-edited lock must not smuggle
     a file from elsewhere into the archive, nor a '..' member that escapes on extraction."""
-    path = PurePosixPath(name)
-    if not name or "\\" in name or path.is_absolute() or ".." in path.parts or ":" in name:
+    if not is_inside(name):
         raise PlanFormatError(
             f"{folder / LOCK_NAME}: file name {name!r} is not a path inside the bundle folder; "
             "rebuild the bundle to regenerate the lock file."

@@ -9,7 +9,6 @@ flip one byte of a real signed DLL (a copy, never the cache's inode) and strip a
 from __future__ import annotations
 
 import importlib.util
-import shutil
 import sys
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from bundler.profiles import load_profile
 from bundler.signatures import SignatureState, check_signature
 from tests.conftest import RealDlls, require
 from tests.pefactory import PESpec, write_pe
-from tests.test_audit import CPU, GPU, audit_cli, broken_copy, found
+from tests.test_audit import CPU, GPU, audit_cli, broken_copy, found, patched_copy
 from tests.test_audit import gpu_bundle as gpu_bundle  # the module fixture, reused
 from tests.test_build import HELLO, build
 from tests.test_real_closure import CUDNN, VC_RUNTIME
@@ -38,14 +37,6 @@ SIGNED = (
     | CUDNN
     | VC_RUNTIME
 )
-
-
-def real_copy(original: Path, target: Path) -> Path:
-    """A real copy to change: a hard link would carry the change into the session's cache."""
-    target.unlink(missing_ok=True)
-    shutil.copyfile(original, target)
-    assert target.stat().st_ino != original.stat().st_ino
-    return target
 
 
 def test_a_synthetic_dll_is_unsigned(tmp_path: Path) -> None:
@@ -95,7 +86,7 @@ def test_the_built_bundle_audits_clean_with_signatures(gpu_bundle: Path) -> None
 def test_one_flipped_byte_breaks_a_real_signature(gpu_bundle: Path, tmp_path: Path) -> None:
     folder = broken_copy(gpu_bundle, tmp_path / "flipped")
     name = "onnxruntime_providers_shared.dll"
-    dll = real_copy(gpu_bundle / name, folder / name)
+    dll = patched_copy(gpu_bundle / name, folder / name)
     data = bytearray(dll.read_bytes())
     data[0x1400] ^= 0x01  # inside .text, covered by the Authenticode hash
     dll.write_bytes(bytes(data))
@@ -111,7 +102,7 @@ def test_one_flipped_byte_breaks_a_real_signature(gpu_bundle: Path, tmp_path: Pa
 def test_a_stripped_signature_is_an_unsigned_vendor_dll(gpu_bundle: Path, tmp_path: Path) -> None:
     folder = broken_copy(gpu_bundle, tmp_path / "stripped")
     name = "cudnn_graph64_9.dll"
-    dll = real_copy(gpu_bundle / name, folder / name)
+    dll = patched_copy(gpu_bundle / name, folder / name)
     image = pefile.PE(str(dll), fast_load=True)
     security = image.OPTIONAL_HEADER.DATA_DIRECTORY[4]  # IMAGE_DIRECTORY_ENTRY_SECURITY
     assert security.Size > 0
@@ -165,7 +156,7 @@ def test_a_verifying_build_refuses_a_changed_signed_dll(
     profile = verifying_cpu_profile(tmp_path / "cpu.toml")
     mine = tmp_path / "mine"
     mine.mkdir()
-    dll = real_copy(real_dlls["onnxruntime"] / "onnxruntime.dll", mine / "onnxruntime.dll")
+    dll = patched_copy(real_dlls["onnxruntime"] / "onnxruntime.dll", mine / "onnxruntime.dll")
     data = bytearray(dll.read_bytes())
     data[0x1400] ^= 0x01
     dll.write_bytes(bytes(data))
