@@ -155,8 +155,9 @@ class Acquirer:
             # in sorted order (no deadlock); extract_all looks again for a complete tree
             # once they are held, so a waiter reuses the winner's.
             if fresh:
-                for sha256 in sorted({request.sha256 for request in requests}):
-                    held.enter_context(self.cache.lock(sha256))
+                names = {item.source.sha256: _filename(item.source) for item in archives}
+                for sha256, name in sorted(names.items()):
+                    held.enter_context(self.cache.lock(sha256, f"the extraction of {name}"))
             trees = iter(extract_all(requests, root, progress=report))
         return [
             self._acquired(item, next(trees)) if isinstance(item, _Archive) else item
@@ -272,7 +273,7 @@ class Acquirer:
         skipped: list[str],
     ) -> _Archive:
         """One writer per archive across processes; a waiter finds the winner's copy."""
-        with self.cache.lock(source.sha256):
+        with self.cache.lock(source.sha256, f"the download of {_filename(source)}"):
             blob = self.cache.lookup(source.sha256, _size(source))
             if blob is not None:
                 return _Archive(artifact, source, blob, "cache", True, tuple(skipped))

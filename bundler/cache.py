@@ -26,24 +26,24 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO
 
-from bundler.errors import IntegrityError
+from bundler.errors import BusyError, ConfigError, IntegrityError
 
 HASH_BLOCK = 1 << 20
+LOCK_TIMEOUT_ENV = "BUNDLE_LOCK_TIMEOUT"
+WAIT_NOTICE = 1.0  # seconds a lock is waited for before file_lock says so
 
 
 def default_cache_dir() -> Path:
-    """$BUNDLE_CACHE_DIR, else the platform's per-user cache folder."""
+    """$BUNDLE_CACHE_DIR, else the platform's per-user cache folder (platformdirs:
+    $XDG_CACHE_HOME/bundle or ~/.cache/bundle, %LOCALAPPDATA%\\bundle\\Cache on Windows,
+    ~/Library/Caches/bundle on macOS)."""
     configured = os.environ.get("BUNDLE_CACHE_DIR")
     if configured:
         return Path(configured)
-    if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
-        return Path(base) / "bundle" / "Cache"
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Caches" / "bundle"
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bundle"
+    from platformdirs import user_cache_path
+
+    return user_cache_path("bundle", appauthor=False)
 
 
 def file_sha256(path: Path) -> str:
@@ -68,72 +68,64 @@ def files_sha256(paths: Sequence[Path]) -> list[str]:
         return list(pool.map(file_sha256, paths))
 
 
-@contextmanager
-def file_lock(path: Path, *, remove: bool = False) -> Iterator[None]:
-    """An exclusive advisory lock held while the block runs (blocks until it is free).
+def lock_timeout() -> float | None:
+    """$BUNDLE_LOCK_TIMEOUT: seconds to wait for another bundle process's lock; unset, wait as
+    long as it takes (that process is downloading or writing what this one needs)."""
+    configured = os.environ.get(LOCK_TIMEOUT_ENV, "").strip()
+    if not configured:
+        return None
+    try:
+        seconds = float(configured)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0 or seconds == float("inf"):
+        raise ConfigError(
+            f"${LOCK_TIMEOUT_ENV}={configured!r} is not a number of seconds; set it to e.g. "
+            "600, or unset it to wait as long as another bundle process needs."
+        )
+    return seconds
 
-    With `remove` the lock file is deleted on release, so it leaves no trace (an output folder
-    must hold only what builds put there). A waiter may then hold the lock of a deleted file:
-    after locking it checks that the path still names the file it locked, and otherwise opens
-    the path again, so two holders never overlap (Windows cannot delete an open file: there
-    the file may stay, which is harmless)."""
+
+@contextmanager
+def file_lock(path: Path, what: str, *, remove: bool = False) -> Iterator[None]:
+    """An exclusive lock across processes (filelock: flock on Unix, LockFileEx on Windows),
+    held while the block runs. Another holder makes this one wait, saying so on stderr after
+    a second, for up to $BUNDLE_LOCK_TIMEOUT (BusyError).
+
+    With `remove` the lock file is deleted before release, so it leaves no trace (an output
+    folder must hold only what builds put there). A waiter that then locks the deleted file
+    sees it has no name left and opens the path again (filelock >= 3.20.4), so two holders
+    never overlap; on Windows the file cannot be deleted while open and filelock removes it
+    on release."""
+    from filelock import FileLock, Timeout
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    while True:
-        handle = path.open("a+b")
+    lock = FileLock(path)
+    limit = lock_timeout()
+    try:
+        lock.acquire(timeout=WAIT_NOTICE if limit is None else min(limit, WAIT_NOTICE))
+    except Timeout:
+        if limit is not None and limit <= WAIT_NOTICE:
+            raise _busy(path, what, limit) from None
+        print(f"bundle: waiting for {what}: another bundle process holds {path}", file=sys.stderr)
         try:
-            _lock(handle)
-        except BaseException:
-            handle.close()
-            raise
-        if not remove or _still_named(handle, path):
-            break
-        handle.close()  # closing releases the lock of the deleted file
+            lock.acquire(timeout=-1 if limit is None else limit - WAIT_NOTICE)
+        except Timeout:
+            raise _busy(path, what, limit) from None
     try:
         yield
     finally:
         if remove:
-            with suppress(OSError):  # before unlocking: see the docstring
+            with suppress(OSError):  # while still held: see the docstring
                 path.unlink(missing_ok=True)
-        _unlock(handle)
-        handle.close()
+        lock.release()
 
 
-def _still_named(handle: IO[bytes], path: Path) -> bool:
-    try:
-        named = path.stat()
-    except FileNotFoundError:
-        return False
-    held = os.fstat(handle.fileno())
-    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
-
-
-def _lock(handle: IO[bytes]) -> None:
-    if sys.platform == "win32":
-        import msvcrt
-        import time
-
-        while True:
-            try:
-                msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK, 1)
-                return
-            except OSError:  # LK_LOCK gives up after ~10 s; keep waiting like flock does
-                time.sleep(0.1)
-    else:
-        import fcntl
-
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-
-
-def _unlock(handle: IO[bytes]) -> None:
-    if sys.platform == "win32":
-        import msvcrt
-
-        handle.seek(0)
-        msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
-    else:
-        import fcntl
-
-        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+def _busy(path: Path, what: str, limit: float | None) -> BusyError:
+    return BusyError(
+        f"{path}: another bundle process still holds it after {limit:g} s ({what}); let it "
+        f"finish, or raise ${LOCK_TIMEOUT_ENV} (unset: wait as long as it takes)."
+    )
 
 
 @dataclass(frozen=True)
@@ -161,8 +153,9 @@ class Cache:
     def blob(self, sha256: str) -> Path:
         return self.blobs / sha256
 
-    def lock(self, sha256: str) -> AbstractContextManager[None]:
-        return file_lock(self.root / "locks" / f"{sha256}.lock")
+    def lock(self, sha256: str, what: str) -> AbstractContextManager[None]:
+        """One writer per blob (download or extraction) across processes."""
+        return file_lock(self.root / "locks" / f"{sha256}.lock", what)
 
     def lookup(self, sha256: str, size: int | None = None, verify: bool = False) -> Path | None:
         """The verified blob, or None. A blob whose size or (with verify) hash is wrong was

@@ -351,7 +351,8 @@ def output_lock(out: Path) -> Iterator[None]:
         with ExitStack() as held:
             try:
                 out.mkdir(parents=True, exist_ok=True)
-                held.enter_context(file_lock(out / BUILD_LOCK, remove=True))
+                building = f"the build into {out}"
+                held.enter_context(file_lock(out / BUILD_LOCK, building, remove=True))
             except OSError as exc:
                 raise OutputError(
                     f"{out}: cannot write there ({exc.strerror or exc}); check the "

@@ -32,6 +32,7 @@ class ExitCode(IntEnum):
     AUDIT_ERRORS = 17  # bundle audit: at least one finding of severity error
     AUDIT_WARNINGS = 18  # bundle audit --strict: warnings, and no errors
     NO_LOADER = 19  # bundle audit --run: no Windows loader here (neither Windows nor Wine)
+    BUSY = 20  # another bundle process held a lock longer than $BUNDLE_LOCK_TIMEOUT
 
 
 class BundleError(Exception):
@@ -137,3 +138,9 @@ class LoaderUnavailableError(BundleError):
     usable prefix) elsewhere."""
 
     exit_code = ExitCode.NO_LOADER
+
+
+class BusyError(BundleError):
+    """Another bundle process held a cache or output-folder lock past $BUNDLE_LOCK_TIMEOUT."""
+
+    exit_code = ExitCode.BUSY

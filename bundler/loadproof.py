@@ -502,7 +502,7 @@ class WineLoader:
         self.version = version.stdout.strip() or "wine"
         if self.owned:
             self.prefix.parent.mkdir(parents=True, exist_ok=True)
-            with file_lock(self.prefix.with_name(self.prefix.name + ".lock")):
+            with file_lock(self.prefix.with_name(self.prefix.name + ".lock"), "the Wine prefix"):
                 if not (self.prefix / _READY_MARK).is_file():
                     self._initialise()
                     (self.prefix / _READY_MARK).write_text("wineboot -i done\n")

@@ -142,7 +142,7 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
     Python compiles anew; a folder that cannot be written only means compiling every time."""
     import jinja2
 
-    from bundler.cache import default_cache_dir
+    from bundler.render_cache import cache_folder
 
     class QuietCache(jinja2.FileSystemBytecodeCache):
         def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
@@ -155,15 +155,25 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
             with contextlib.suppress(OSError):
                 super().dump_bytecode(bucket)
 
-    folder = default_cache_dir() / "templates"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return None
-    return QuietCache(str(folder))
+    folder = cache_folder()
+    return None if folder is None else QuietCache(str(folder))
 
 
 def render(template: str, **values: Any) -> str:
+    """The template rendered with the values; the same rendering as an earlier run is read
+    back from bundler.render_cache instead (jinja2 is then not even imported)."""
+    from bundler import render_cache
+
+    key = render_cache.output_key(template, values)
+    text = render_cache.load(key) if key else None
+    if text is None:
+        text = _render(template, values)
+        if key:
+            render_cache.store(key, text)
+    return text
+
+
+def _render(template: str, values: dict[str, Any]) -> str:
     import jinja2
 
     try:
