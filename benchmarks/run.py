@@ -352,6 +352,43 @@ def p7_render(data: Data, repeat: int) -> list[Row]:
     return rows
 
 
+# P8: LOCKS acquisitions and releases of bundle's lock (filelock) in one process, beside the same
+# count of bare flock(2) calls on one open file: what each lock costs above the system call.
+LOCKS = 2000
+LOCK_LOOP = """
+import sys
+from pathlib import Path
+folder, mode = Path(sys.argv[1]), sys.argv[2]
+if mode == "flock":
+    import fcntl, os
+    fd = os.open(folder / "bare.lock", os.O_RDWR | os.O_CREAT)
+    for _ in range({n}):
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+else:
+    from bundler.cache import file_lock
+    for _ in range({n}):
+        with file_lock(folder / "ours.lock", "benchmark", remove=mode == "remove"):
+            pass
+"""
+
+
+def p8_locks(data: Data, repeat: int) -> list[Row]:
+    folder = data.work / "p8"
+    folder.mkdir(parents=True, exist_ok=True)
+    loop = [*PYTHON, "-c", LOCK_LOOP.format(n=LOCKS), str(folder)]
+    rows = []
+    for mode, what in (("keep", "cache lock"), ("remove", "output folder lock (removed)")):
+        row = Row(f"P8 {mode}", f"{LOCKS} x {what}", "(information)")
+        row.yardstick_name = f"{LOCKS} x flock(2)"
+        for _ in range(repeat):
+            row.command.append(run([*loop, mode]))
+            row.yardstick.append(run([*loop, "flock"]))
+        rows.append(row)
+    fresh(folder)
+    return rows
+
+
 def _msbuild_command(data: Data) -> list[str]:
     """`bundle msbuild` needs ORT's release zip, unreachable here: the tests' replica (the real
     DLLs in the zip's layout, tests/replica.py) stands in, pinned by a copy of the profile."""
@@ -486,6 +523,7 @@ STEPS: dict[str, Callable[[Data, int], list[Row]]] = {
     "P5": lambda data, n: [p5_verify(data, n)],
     "P6": lambda data, n: [p6_rss(data, min(n, 2))],
     "P7": lambda data, n: p7_render(data, n),
+    "P8": lambda data, n: p8_locks(data, n),
 }
 
 
