@@ -3,20 +3,24 @@ post-build files come out as before does not need the template engine at all.
 
 A rendering is a pure function of the template sources, the filters (bundler/render.py) and
 the values. The values of our renderers are plain data (dicts, lists, str, int, bool, None):
-the key is the SHA-256 of every template file, render.py, the template's name and the values'
-repr, which tells True from 1 and a tuple from a list. Anything else in the values is simply
-not cached. An entry carries the SHA-256 of its text and is written atomically, so a damaged
-entry is a miss, never a wrong output. Only successful renderings are stored, so a value a
-filter refuses is refused again. The newest KEEP entries are kept.
+the key is the SHA-256 of every template file, render.py, the installed jinja2 (its file's
+place, size and time: an upgrade changes them), the template's name and the values' repr, which
+tells True from 1 and a tuple from a list. Anything else in the values, a subclass of str or int
+included (it may render other than its repr), is simply not cached. An entry carries the
+SHA-256 of its text and is written atomically, so a damaged entry is a miss, never a wrong
+output. Only successful renderings are stored, so a value a filter refuses is refused again.
+The KEEP entries used last are kept.
 
 The folder is shared with jinja2's compiled templates: <cache>/templates (bundle's cache folder,
-$BUNDLE_CACHE_DIR or the platform's).
+$BUNDLE_CACHE_DIR or the platform's; `--cache-dir` does not move it).
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
+import threading
 from contextlib import suppress
 from functools import cache
 from pathlib import Path
@@ -25,7 +29,7 @@ from bundler import resources
 
 KEEP = 200  # entries; one build writes three of a few kB each
 _PREFIX = "rendered-"
-_PLAIN = (str, int, float, bool, type(None))
+_PLAIN = frozenset({str, int, float, bool, type(None)})
 
 
 @cache
@@ -43,7 +47,10 @@ def cache_folder() -> Path | None:
 
 def output_key(template: str, values: dict[str, object]) -> str | None:
     """The key of this rendering, or None when a value is not plain data."""
-    if not _plain(values):
+    try:
+        if not _plain(values):
+            return None
+    except RecursionError:  # a list holding itself, say: jinja2 alone decides what it gives
         return None
     digest = hashlib.sha256(_sources_digest())
     digest.update(f"{template}\0{values!r}".encode("utf-8", "surrogatepass"))
@@ -54,13 +61,16 @@ def load(key: str) -> str | None:
     folder = cache_folder()
     if folder is None:
         return None
+    entry = folder / f"{_PREFIX}{key}"
     try:
-        data = (folder / f"{_PREFIX}{key}").read_bytes()
+        data = entry.read_bytes()
     except OSError:
         return None
     checksum, _, body = data.partition(b"\n")
     if hashlib.sha256(body).hexdigest().encode() != checksum:
         return None
+    with suppress(OSError):
+        os.utime(entry)  # used now: pruned last
     try:
         return body.decode("utf-8", "surrogatepass")
     except UnicodeDecodeError:
@@ -74,7 +84,7 @@ def store(key: str, text: str) -> None:
         return
     body = text.encode("utf-8", "surrogatepass")
     entry = folder / f"{_PREFIX}{key}"
-    temp = folder / f".{_PREFIX}{key}.{os.getpid()}.tmp"
+    temp = folder / f".{_PREFIX}{key}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:
         temp.write_bytes(hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
         os.replace(temp, entry)
@@ -97,12 +107,13 @@ def _prune(folder: Path) -> None:
 
 
 def _plain(value: object) -> bool:
-    if isinstance(value, _PLAIN):
+    kind = type(value)
+    if kind in _PLAIN:
         return True
-    if isinstance(value, list | tuple):
-        return all(_plain(item) for item in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    if kind is list or kind is tuple:
+        return all(_plain(item) for item in value)  # type: ignore[attr-defined]
+    if kind is dict:
+        return all(type(k) is str and _plain(v) for k, v in value.items())  # type: ignore[attr-defined]
     return False
 
 
@@ -116,4 +127,15 @@ def _sources_digest() -> bytes:
             digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
             digest.update(path.read_bytes() + b"\0")
     digest.update((Path(__file__).parent / "render.py").read_bytes())
+    digest.update(_jinja2_identity())
     return digest.digest()
+
+
+def _jinja2_identity() -> bytes:
+    """Which jinja2 would render, without importing it (that is what a hit saves)."""
+    spec = importlib.util.find_spec("jinja2")
+    origin = spec.origin if spec is not None else None
+    if origin is None:
+        return b"no jinja2"
+    found = os.stat(origin)
+    return f"{origin}\0{found.st_size}\0{found.st_mtime_ns}".encode()
