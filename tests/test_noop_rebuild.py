@@ -17,7 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -91,12 +91,14 @@ def read_in_full(files: list[Path], run: Callable[[], object]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def bundle(gpu_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copied (not linked) GPU bundle: the cache's DLLs and the bundle's are other files."""
+def bundle(gpu_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A copied (not linked) GPU bundle: the cache's DLLs and the bundle's are other files.
+    Its 2.6 GB go when the module is done, not at the end of the session."""
     require(shutil.which("fincore") is not None, "fincore is not installed (util-linux)")
-    out = tmp_path_factory.mktemp("noop") / "out"
-    build(out, gpu_cache)
-    return out
+    folder = tmp_path_factory.mktemp("noop")
+    build(folder / "out", gpu_cache)
+    yield folder / "out"
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def dlls(bundle: Path, cache: Path) -> list[Path]:
