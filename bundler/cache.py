@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bundler.errors import BusyError, ConfigError, IntegrityError
+from bundler.errors import BusyError, IntegrityError
+from bundler.settings import env_number
 
 HASH_BLOCK = 1 << 20
 LOCK_TIMEOUT_ENV = "BUNDLE_LOCK_TIMEOUT"
@@ -71,19 +72,7 @@ def files_sha256(paths: Sequence[Path]) -> list[str]:
 def lock_timeout() -> float | None:
     """$BUNDLE_LOCK_TIMEOUT: seconds to wait for another bundle process's lock; unset, wait as
     long as it takes (that process is downloading or writing what this one needs)."""
-    configured = os.environ.get(LOCK_TIMEOUT_ENV, "").strip()
-    if not configured:
-        return None
-    try:
-        seconds = float(configured)
-    except ValueError:
-        seconds = -1.0
-    if not seconds >= 0 or seconds == float("inf"):
-        raise ConfigError(
-            f"${LOCK_TIMEOUT_ENV}={configured!r} is not a number of seconds; set it to e.g. "
-            "600, or unset it to wait as long as another bundle process needs."
-        )
-    return seconds
+    return env_number(LOCK_TIMEOUT_ENV, "seconds", "600")
 
 
 @contextmanager

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, NoReturn
 from urllib.parse import urlsplit
 
 from bundler.errors import FetchError, IntegrityError
+from bundler.settings import env_number
 
 if TYPE_CHECKING:  # imported when a download starts: most commands never need the network
     import requests
@@ -98,20 +99,9 @@ def _check_hex(name: str, value: str, length: int) -> None:
         raise ValueError(f"{name} pin must be {length} lower-case hex digits, got {value!r}")
 
 
-def _env_number(name: str, default: float) -> float:
-    """A non-negative number from the environment, else `default`. Like pip's PIP_TIMEOUT and
-    PIP_RETRIES: a slow proxy needs longer timeouts, and a test of a stalled server (or a CI
-    job that would rather fail fast) needs shorter ones, without a flag on every command."""
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        raise FetchError(f"${name}={text!r}: not a number of seconds or attempts") from None
-    if value < 0:
-        raise FetchError(f"${name}={text!r}: must not be negative")
-    return value
+def _env_number(name: str, default: float, unit: str = "seconds") -> float:
+    value = env_number(name, unit, "60" if unit == "seconds" else "5")
+    return default if value is None else value
 
 
 @dataclass(frozen=True)
@@ -127,7 +117,7 @@ class DownloadPolicy:
     # seconds without a byte => stalled
     read_timeout: float = field(default_factory=lambda: _env_number(TIMEOUT_ENV, 30.0))
     # extra attempts on connection errors, timeouts, 5xx, cut bodies; never 4xx
-    retries: int = field(default_factory=lambda: int(_env_number(RETRIES_ENV, 3)))
+    retries: int = field(default_factory=lambda: int(_env_number(RETRIES_ENV, 3, "attempts")))
     # sleep backoff * 2**n before the n-th retry (n from 0)
     backoff: float = field(default_factory=lambda: _env_number(BACKOFF_ENV, 1.0))
     chunk_size: int = 1 << 20

@@ -175,21 +175,36 @@ def test_a_wait_longer_than_the_timeout_is_exit_20(
     assert not any(out.iterdir()), "the lock file of the holder was not removed"
 
 
-@pytest.mark.parametrize("value", ["soon", "-5", "inf", "nan"])
-def test_a_lock_timeout_that_is_no_number_of_seconds_is_exit_14(
-    tmp_path: Path, http_server: HttpServer, release: Release, value: str
+@pytest.mark.parametrize(
+    ("name", "value", "unit", "example"),
+    [
+        ("BUNDLE_LOCK_TIMEOUT", "soon", "seconds", "600"),
+        ("BUNDLE_LOCK_TIMEOUT", "-5", "seconds", "600"),
+        ("BUNDLE_LOCK_TIMEOUT", "inf", "seconds", "600"),
+        ("BUNDLE_LOCK_TIMEOUT", "nan", "seconds", "600"),
+        ("BUNDLE_HTTP_TIMEOUT", "fast", "seconds", "60"),
+        ("BUNDLE_HTTP_RETRIES", "-1", "attempts", "5"),
+        ("BUNDLE_HTTP_BACKOFF", "1e999", "seconds", "60"),
+    ],
+)
+def test_a_setting_that_is_no_number_is_exit_14(
+    tmp_path: Path,
+    http_server: HttpServer,
+    release: Release,
+    name: str,
+    value: str,
+    unit: str,
+    example: str,
 ) -> None:
     exe, profile = setup(tmp_path, release)
     out = tmp_path / "out"
     command = build_command(exe, profile, tmp_path / "cache", out, http_server)
-    done = subprocess.run(
-        command, capture_output=True, text=True, env={**ENV, "BUNDLE_LOCK_TIMEOUT": value}
-    )
+    done = subprocess.run(command, capture_output=True, text=True, env={**ENV, name: value})
     assert done.returncode == ExitCode.CONFIG, done.stderr
-    assert done.stderr.strip().splitlines()[-1] == (
-        f"error: $BUNDLE_LOCK_TIMEOUT={value!r} is not a number of seconds; set it to e.g. "
-        "600, or unset it to wait as long as another bundle process needs."
-    )
+    assert done.stderr.strip().splitlines() == [
+        f"error: ${name}={value!r} is not a number of {unit}; set it to e.g. {example}, or "
+        "unset it for the default."
+    ]
     assert not out.exists()
 
 
