@@ -15,6 +15,7 @@ libraries then come from one build, and a wheel without headers is never silentl
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
@@ -158,7 +159,12 @@ class Acquirer:
                 names = {item.source.sha256: _filename(item.source) for item in archives}
                 for sha256, name in sorted(names.items()):
                     held.enter_context(self.cache.lock(sha256, f"the extraction of {name}"))
-            trees = iter(extract_all(requests, root, progress=report))
+            try:
+                trees = iter(extract_all(requests, root, progress=report))
+            except OSError as exc:  # the partial trees are gone already (extract.py)
+                if exc.errno not in _CANNOT_WRITE:
+                    raise
+                raise self.cache.write_error(exc) from exc
         return [
             self._acquired(item, next(trees)) if isinstance(item, _Archive) else item
             for item in outcomes
@@ -326,12 +332,15 @@ class Acquirer:
         report = self.progress(f"pip download {source.package}=={source.version}", None)
         if report:
             report(0, None)
-        with tempfile.TemporaryDirectory(dir=self.cache.tmp) as folder:
-            wheel = pip_download(source, Path(folder))
-            size = wheel.stat().st_size
-            if report:
-                report(size, size)
-            return self.cache.import_copy(wheel, source.sha256, source.wheel, origin)
+        try:
+            with tempfile.TemporaryDirectory(dir=self.cache.tmp) as folder:
+                wheel = pip_download(source, Path(folder))
+                size = wheel.stat().st_size
+                if report:
+                    report(size, size)
+                return self.cache.import_copy(wheel, source.sha256, source.wheel, origin)
+        except OSError as exc:  # the cache's disk: another source would not help
+            raise self.cache.write_error(exc) from exc
 
     def _from_folders(
         self,
@@ -372,6 +381,12 @@ class Acquirer:
         )
 
 
+# What pip prints ("[Errno 28] No space left on device") when the download folder is full
+_DISK_FULL = [code for code in (errno.ENOSPC, getattr(errno, "EDQUOT", None)) if code]
+# An extraction failing with one of these could not write into the cache
+_CANNOT_WRITE = {*_DISK_FULL, errno.EROFS, errno.EACCES, errno.EPERM}
+
+
 def pip_download(source: PipSource, folder: Path) -> Path:
     """`pip download` of exactly the pinned wheel through the user's pip configuration (index,
     mirror, proxy, certificates), with pip itself enforcing the hash (--require-hashes)."""
@@ -389,6 +404,9 @@ def pip_download(source: PipSource, folder: Path) -> Path:
             f"pip download {source.package}=={source.version}: the index served a wheel "
             f"whose SHA-256 is not the pinned {source.sha256}; check the index or mirror."
         )
+    full = [code for code in _DISK_FULL if f"[Errno {code}]" in result.stderr]
+    if result.returncode != 0 and full:  # pip could not write into `folder`
+        raise OSError(full[0], os.strerror(full[0]), str(folder))
     if result.returncode != 0 or not wheel.is_file():
         last = (result.stderr.strip().splitlines() or ["no output"])[-1]
         raise FetchError(f"pip download {source.package}=={source.version} failed: {last}")

@@ -22,12 +22,13 @@ import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager, contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import IO
 
-from bundler.errors import BusyError, IntegrityError
+from bundler.errors import BusyError, IntegrityError, OutputError
 from bundler.settings import env_number
 
 HASH_BLOCK = 1 << 20
@@ -136,15 +137,24 @@ class Cache:
         self._memos: dict[str, dict[str, list[str | int]]] = {}  # .hashes.json, read once
 
     def prepare(self) -> None:
-        for folder in (self.blobs, self.extract_root, self.tmp):
-            folder.mkdir(parents=True, exist_ok=True)
+        try:
+            for folder in (self.blobs, self.extract_root, self.tmp):
+                folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise self.write_error(exc) from exc
 
     def blob(self, sha256: str) -> Path:
         return self.blobs / sha256
 
-    def lock(self, sha256: str, what: str) -> AbstractContextManager[None]:
+    @contextmanager
+    def lock(self, sha256: str, what: str) -> Iterator[None]:
         """One writer per blob (download or extraction) across processes."""
-        return file_lock(self.root / "locks" / f"{sha256}.lock", what)
+        with ExitStack() as held:
+            try:
+                held.enter_context(file_lock(self.root / "locks" / f"{sha256}.lock", what))
+            except OSError as exc:
+                raise self.write_error(exc) from exc
+            yield
 
     def lookup(self, sha256: str, size: int | None = None, verify: bool = False) -> Path | None:
         """The verified blob, or None. A blob whose size or (with verify) hash is wrong was
@@ -200,12 +210,8 @@ class Cache:
         """Copy a file from elsewhere (a mirror folder), hashing while copying, then store it."""
         self.prepare()
         digest = hashlib.sha256()
-        with tempfile.NamedTemporaryFile(dir=self.tmp, suffix=".part", delete=False) as out:
-            temp = Path(out.name)
-            with source.open("rb") as handle:
-                for block in iter(lambda: handle.read(HASH_BLOCK), b""):
-                    digest.update(block)
-                    out.write(block)
+        with source.open("rb") as handle:
+            temp = self._copy_in(handle, digest)
         if digest.hexdigest() != sha256:
             temp.unlink()
             raise IntegrityError(
@@ -214,14 +220,41 @@ class Cache:
             )
         return self.add(temp, sha256, name, origin)
 
+    def _copy_in(self, handle: IO[bytes], digest: hashlib._Hash) -> Path:
+        """`handle`'s bytes in a new temporary file of the cache, hashed on the way; a cache
+        that cannot take them (full, read-only) is an OutputError, with nothing left behind."""
+        temp: Path | None = None
+        try:
+            with tempfile.NamedTemporaryFile(dir=self.tmp, suffix=".part", delete=False) as out:
+                temp = Path(out.name)
+                for block in iter(lambda: handle.read(HASH_BLOCK), b""):
+                    digest.update(block)
+                    out.write(block)
+        except OSError as exc:
+            if temp is not None:
+                temp.unlink(missing_ok=True)
+            raise self.write_error(exc) from exc
+        return temp
+
+    def write_error(self, exc: OSError) -> OutputError:
+        return OutputError(
+            f"{self.root}: cannot write to the cache ({exc.strerror or exc}); make room there "
+            "or make it writable, or give bundle another cache folder (--cache-dir DIR or "
+            "$BUNDLE_CACHE_DIR), then run it again."
+        )
+
     def remember(self, sha256: str, name: str, origin: str) -> None:
         record = self._record(sha256)
         record["names"] = sorted(set(record.get("names", [])) | {name})
         record["origins"] = sorted(set(record.get("origins", [])) | {origin})
         record.setdefault("added", datetime.now(UTC).isoformat(timespec="seconds"))
         temp = self.blobs / f".{sha256}.json.tmp"
-        temp.write_text(json.dumps(record, indent=2))
-        os.replace(temp, self.blobs / f"{sha256}.json")
+        try:
+            temp.write_text(json.dumps(record, indent=2))
+            os.replace(temp, self.blobs / f"{sha256}.json")
+        except OSError as exc:
+            temp.unlink(missing_ok=True)
+            raise self.write_error(exc) from exc
 
     def _record(self, sha256: str) -> dict[str, list[str] | str]:
         path = self.blobs / f"{sha256}.json"

@@ -29,7 +29,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, NoReturn
 from urllib.parse import urlsplit
 
-from bundler.errors import FetchError, IntegrityError
+from bundler.errors import FetchError, IntegrityError, OutputError
 from bundler.settings import env_number
 
 if TYPE_CHECKING:  # imported when a download starts: most commands never need the network
@@ -203,9 +203,10 @@ def _download_to(
         _drop_if_empty(part)
         raise
     except OSError as exc:  # transport errors became FetchError already: this is the disk
-        raise FetchError(
-            f"cannot write {part} or {dest.name}: {exc.strerror or exc}; "
-            f"check free space and permissions in {dest.parent}"
+        raise OutputError(
+            f"{part}: cannot write the download ({exc.strerror or exc}); free space in "
+            f"{dest.parent} or choose another folder, then run again (the bytes so far are "
+            "kept and resumed)."
         ) from exc
     return DownloadResult(dest, body.sha256(), body.done, transfer.attempts, transfer.resumed)
 

@@ -27,7 +27,7 @@ class ExitCode(IntEnum):
     CONFLICT = 12  # a different file the user put there would be overwritten (use --force)
     LOCKED = 13  # --locked: the result would differ from bundle.lock.json
     CONFIG = 14  # bundle.toml is invalid, or the command line lacks what it needs
-    OUTPUT = 15  # an output file (setup script, archive) cannot be written
+    OUTPUT = 15  # the output folder, an output file or the cache cannot be written
     SDK = 16  # ORT's C/C++ SDK (headers, import library) is not available: no release zip
     AUDIT_ERRORS = 17  # bundle audit: at least one finding of severity error
     AUDIT_WARNINGS = 18  # bundle audit --strict: warnings, and no errors

@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import re
 import stat
 import struct
@@ -500,16 +501,46 @@ def sevenzip_bad_crc() -> bytes:
     return bytes(data)
 
 
-def mount_tmpfs(ws: Workspace, options: str) -> None:
-    """The output folder on its own tmpfs (we run as root in CI: chmod stops nobody)."""
-    ws.out.mkdir(parents=True, exist_ok=True)
+def mount_tmpfs(ws: Workspace, options: str, folder: Path | None = None) -> None:
+    """The output folder (or `folder`) on its own tmpfs (we run as root in CI: chmod stops
+    nobody)."""
+    where = folder or ws.out
+    where.mkdir(parents=True, exist_ok=True)
     mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(ws.out)],
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
         capture_output=True,
         text=True,
     )
     require(mounted.returncode == 0, f"cannot mount a tmpfs: {mounted.stderr.strip()}")
-    ws.cleanups.append(lambda: subprocess.run(["umount", str(ws.out)], check=True))
+    ws.cleanups.append(lambda: subprocess.run(["umount", str(where)], check=True))
+
+
+def cache_on_tmpfs(options: str, archive: Callable[[], bytes]) -> Callable[[Workspace], list[str]]:
+    """A network row whose cache folder is its own tmpfs mounted with `options`."""
+
+    def setup(ws: Workspace) -> list[str]:
+        mount_tmpfs(ws, options, ws.cache)
+        return hostile(archive)(ws)
+
+    return setup
+
+
+def compressible_zip() -> bytes:
+    """A few kB that inflate to 3 MiB (the DLL ends in zeros), deflated."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in {DLL_MEMBER: ort_dll(padding=3 << 20), "ort/LICENSE": b"MIT"}.items():
+            info = zipfile.ZipInfo(name, (2024, 9, 4, 12, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, data)
+    assert len(buffer.getvalue()) < 64 << 10
+    return buffer.getvalue()
+
+
+def nothing_left_in_the_cache(ws: Workspace) -> None:
+    """No partial tree, no temporary file, no blob without its check."""
+    no_extracted_tree(ws)
+    assert not list((ws.cache / "tmp").iterdir()) if (ws.cache / "tmp").exists() else True
 
 
 def read_only_output(ws: Workspace) -> list[str]:
@@ -982,6 +1013,33 @@ CASES = [
         ExitCode.OUTPUT,
         ("{out}: cannot write", "No space left on device", "Check free space"),
         cache_untouched=False,
+    ),
+    # --- the cache's disk ----------------------------------------------------------------------
+    Case(
+        "cache-folder-read-only",
+        cache_on_tmpfs("ro,size=1m", good_zip),
+        ExitCode.OUTPUT,
+        ("{cache}: cannot write to the cache", "Read-only file system", "--cache-dir DIR"),
+        needs=frozenset({"http"}),
+        cache_untouched=False,
+    ),
+    Case(
+        "cache-disk-fills-up-during-the-download",
+        cache_on_tmpfs("size=1m", lambda: zip_of({DLL_MEMBER: ort_dll() + os.urandom(3 << 20)})),
+        ExitCode.OUTPUT,
+        ("{cache}/tmp/{sha256}.part: cannot write the download", "No space left on device"),
+        needs=frozenset({"http"}),
+        cache_untouched=False,
+        also=lambda ws: no_extracted_tree(ws),
+    ),
+    Case(
+        "cache-disk-fills-up-during-the-extraction",
+        cache_on_tmpfs("size=1m", compressible_zip),
+        ExitCode.OUTPUT,
+        ("{cache}: cannot write to the cache", "No space left on device", "--cache-dir DIR"),
+        needs=frozenset({"http"}),
+        cache_untouched=False,
+        also=nothing_left_in_the_cache,
     ),
     # --- the cache, damaged on disk after it was verified -------------------------------------
     Case(
