@@ -36,10 +36,23 @@ LOCK_TIMEOUT_ENV = "BUNDLE_LOCK_TIMEOUT"
 WAIT_NOTICE = 1.0  # seconds a lock is waited for before file_lock says so
 
 
+_chosen: list[Path] = []  # this run's --cache-dir (choose_cache_dir)
+
+
+def choose_cache_dir(folder: Path | None) -> Path | None:
+    """The command line's --cache-dir, for everything of this run that keeps files in the
+    cache (also the rendered templates: bundler/render_cache.py)."""
+    if folder is not None:
+        _chosen[:] = [folder]
+    return folder
+
+
 def default_cache_dir() -> Path:
-    """$BUNDLE_CACHE_DIR, else the platform's per-user cache folder (platformdirs:
+    """--cache-dir, else $BUNDLE_CACHE_DIR, else the platform's per-user cache folder (platformdirs:
     $XDG_CACHE_HOME/bundle or ~/.cache/bundle, %LOCALAPPDATA%\\bundle\\Cache on Windows,
     ~/Library/Caches/bundle on macOS)."""
+    if _chosen:
+        return _chosen[0]
     configured = os.environ.get("BUNDLE_CACHE_DIR")
     if configured:
         return Path(configured)
@@ -285,9 +298,10 @@ class Cache:
         return found
 
     def clean(self, everything: bool = False) -> int:
-        """Remove partial downloads and extracted trees (and with everything, the blobs).
-        Returns the number of bytes freed."""
-        targets = [self.tmp, self.extract_root] + ([self.blobs] if everything else [])
+        """Remove partial downloads, extracted trees and kept templates (and with everything,
+        the blobs). Returns the number of bytes freed."""
+        kept = [self.tmp, self.extract_root, self.root / "templates"]
+        targets = kept + ([self.blobs] if everything else [])
         freed = 0
         for folder in targets:
             if folder.is_dir():

@@ -120,10 +120,20 @@ OfflineOption = Annotated[
     bool, typer.Option("--offline", help="No network: cache, mirror folders, local installs.")
 ]
 AllowHttpOption = Annotated[bool, typer.Option("--allow-http", help="Allow plain-http:// mirrors.")]
+
+
+def _choose_cache_dir(folder: Path | None) -> Path | None:
+    from bundler.cache import choose_cache_dir
+
+    return choose_cache_dir(folder)
+
+
 CacheDirOption = Annotated[
     Path | None,
     typer.Option(
-        "--cache-dir", help="Download cache (default: $BUNDLE_CACHE_DIR or the user cache)."
+        "--cache-dir",
+        help="Download cache (default: $BUNDLE_CACHE_DIR or the user cache).",
+        callback=_choose_cache_dir,
     ),
 ]
 
@@ -626,7 +636,7 @@ def cache_clean(
         bool, typer.Option("--all", help="Also remove the verified archives.")
     ] = False,
 ) -> None:
-    """Remove partial downloads and extracted trees (with --all, the archives too)."""
+    """Remove partial downloads, extracted trees and kept templates (--all: the archives too)."""
     from bundler.cache import Cache, default_cache_dir
 
     cache = Cache(cache_dir or default_cache_dir())

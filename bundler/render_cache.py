@@ -12,7 +12,7 @@ output. Only successful renderings are stored, so a value a filter refuses is re
 The KEEP entries used last are kept.
 
 The folder is shared with jinja2's compiled templates: <cache>/templates (bundle's cache folder,
-$BUNDLE_CACHE_DIR or the platform's; `--cache-dir` does not move it).
+--cache-dir, $BUNDLE_CACHE_DIR or the platform's; `bundle cache clean` empties it).
 """
 
 from __future__ import annotations

@@ -25,6 +25,10 @@ from bundler.errors import ConfigError
 from bundler.lock import Lock, LockedFile
 from bundler.render_postbuild import SCRIPT_TEMPLATE, postbuild_values
 from tests.conftest import REPO
+from tests.httpserver import HttpServer
+from tests.slowrelease import make_release, mirror_args
+from tests.slowrelease import serve_slowly as serve
+from tests.test_concurrency import ENV, setup
 
 
 def clear_process_caches() -> None:
@@ -492,3 +496,30 @@ def test_an_entry_that_cannot_be_written_only_means_rendering(
     assert render.render("t.j2", name="World") == "Hello World"
     assert engine_calls == ["t.j2", "t.j2"]
     assert not list(folder.glob(".rendered-*"))
+
+
+# --- where the kept renderings live -------------------------------------------------------------
+
+
+def test_a_build_keeps_its_renderings_in_the_cache_dir_it_was_given(
+    tmp_path: Path, http_server: HttpServer, cache_dir: Path
+) -> None:
+    """--cache-dir holds everything the run keeps, the rendered scripts too ($BUNDLE_CACHE_DIR
+    points elsewhere and must stay empty); `bundle cache clean` removes them."""
+    release = make_release(overlay=0)
+    serve(http_server, release.archive, 64 << 20)
+    exe, profile = setup(tmp_path, release)
+    given = tmp_path / "given-cache"
+    build = [
+        sys.executable, "-m", "bundler", "build", str(exe), "--profile", str(profile),
+        "--cache-dir", str(given), "--out", str(tmp_path / "out"), *mirror_args(http_server),
+    ]  # fmt: skip
+    env = {**ENV, "BUNDLE_CACHE_DIR": str(cache_dir)}
+    done = subprocess.run(build, capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert len(list((given / "templates").glob("rendered-*"))) == 3  # iss, cmd, event
+    assert not cache_dir.exists()
+    clean = [sys.executable, "-m", "bundler", "cache", "clean", "--cache-dir", str(given)]
+    assert subprocess.run(clean, capture_output=True, env=env).returncode == 0
+    assert not (given / "templates").exists()
+    assert (given / "blobs" / "sha256" / release.sha256).is_file()  # without --all: kept
