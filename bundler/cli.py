@@ -265,7 +265,7 @@ def audit(
         if signatures:
             report = with_signatures(report, rules)
         if run:
-            from bundler.loadproof import prove_load
+            from bundler.loadrun import prove_load
 
             report = prove_load(
                 report, tuple(run_args or ()), ignore=rules, note=lambda m: typer.echo(m, err=True)

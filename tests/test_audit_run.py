@@ -26,7 +26,7 @@ import pytest
 
 from bundler.audit import audit
 from bundler.findings import Severity
-from bundler.loadproof import prove_load
+from bundler.loadrun import prove_load
 from bundler.plan import Status
 from tests.conftest import require
 from tests.pefactory import write_pe
