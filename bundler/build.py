@@ -30,7 +30,7 @@ from bundler.deploy import (
     plan_deployment,
     same_file,
 )
-from bundler.errors import ConfigError, LockMismatchError, MissingDependenciesError, OutputError
+from bundler.errors import ConfigError, LockMismatchError, MissingDependenciesError
 from bundler.lock import LOCK_NAME, Lock, LockedFile, differences, read_lock, write_lock
 from bundler.plan import Plan, PlanFile, Status
 from bundler.profiles import Artifact, Profile, load_profile
@@ -166,13 +166,7 @@ def _deploy(
         return result
     size = deployment.bytes_to_write
     apply(deployment, counters, progress(f"deploying into {out}", size) if size else None)
-    try:
-        write_lock(out / LOCK_NAME, lock)
-    except OSError as exc:
-        raise OutputError(
-            f"{out / LOCK_NAME}: cannot write the lock file ({exc.strerror or exc}); check "
-            "free space and permissions there, then build again."
-        ) from exc
+    write_lock(out / LOCK_NAME, lock)
     return result
 
 

@@ -42,8 +42,7 @@ _chosen: list[Path] = []  # this run's --cache-dir (choose_cache_dir)
 def choose_cache_dir(folder: Path | None) -> Path | None:
     """The command line's --cache-dir, for everything of this run that keeps files in the
     cache (also the rendered templates: bundler/render_cache.py)."""
-    if folder is not None:
-        _chosen[:] = [folder]
+    _chosen[:] = [] if folder is None else [folder]
     return folder
 
 
@@ -328,8 +327,12 @@ class Cache:
         hashes[member] = [sha256, stat.st_size, stat.st_mtime_ns]
         memo = self.extract_root / archive_sha256 / ".hashes.json"
         temp = memo.with_name(f".hashes.{os.getpid()}.tmp")
-        temp.write_text(json.dumps(hashes, indent=1, sort_keys=True))
-        os.replace(temp, memo)
+        try:
+            temp.write_text(json.dumps(hashes, indent=1, sort_keys=True))
+            os.replace(temp, memo)
+        except OSError as exc:
+            temp.unlink(missing_ok=True)
+            raise self.write_error(exc) from exc
 
     def _hashes(self, archive_sha256: str) -> dict[str, list[str | int]]:
         """The memo of one tree, read once per Cache object (a build asks for every member)."""

@@ -793,7 +793,11 @@ def main() -> None:
     """Entry point: run the CLI and map library errors onto the exit-code table. Typer itself
     handles usage errors (exit 2) and typer.Exit; everything ends in SystemExit."""
     try:
-        app()
+        try:
+            app()
+        finally:
+            if "bundler.progress" in sys.modules:  # imported by commands that draw bars
+                sys.modules["bundler.progress"].stop_all()
     except BundleError as exc:
         if _debug["on"]:
             traceback.print_exc()

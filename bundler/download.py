@@ -99,8 +99,8 @@ def _check_hex(name: str, value: str, length: int) -> None:
         raise ValueError(f"{name} pin must be {length} lower-case hex digits, got {value!r}")
 
 
-def _env_number(name: str, default: float, unit: str = "seconds") -> float:
-    value = env_number(name, unit, "60" if unit == "seconds" else "5")
+def _env_number(name: str, default: float, unit: str = "seconds", example: str = "60") -> float:
+    value = env_number(name, unit, example)
     return default if value is None else value
 
 
@@ -117,7 +117,7 @@ class DownloadPolicy:
     # seconds without a byte => stalled
     read_timeout: float = field(default_factory=lambda: _env_number(TIMEOUT_ENV, 30.0))
     # extra attempts on connection errors, timeouts, 5xx, cut bodies; never 4xx
-    retries: int = field(default_factory=lambda: int(_env_number(RETRIES_ENV, 3, "attempts")))
+    retries: int = field(default_factory=lambda: int(_env_number(RETRIES_ENV, 3, "attempts", "5")))
     # sleep backoff * 2**n before the n-th retry (n from 0)
     backoff: float = field(default_factory=lambda: _env_number(BACKOFF_ENV, 1.0))
     chunk_size: int = 1 << 20

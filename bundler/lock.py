@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from bundler import __version__
-from bundler.errors import PlanFormatError
+from bundler.errors import OutputError, PlanFormatError
 from bundler.profiles import GpuDriver
 
 LOCK_NAME = "bundle.lock.json"
@@ -175,9 +175,18 @@ def _lock(path: Path, data: dict[str, Any]) -> Lock:
 
 
 def write_lock(path: Path, lock: Lock) -> None:
+    """Atomically (a temporary name, then rename); a folder that cannot take it is an
+    OutputError with the temporary file removed."""
     temp = path.with_name(f".{path.name}.bundle-tmp")
-    temp.write_text(lock.to_json())
-    os.replace(temp, path)
+    try:
+        temp.write_text(lock.to_json())
+        os.replace(temp, path)
+    except OSError as exc:
+        temp.unlink(missing_ok=True)
+        raise OutputError(
+            f"{path}: cannot write the lock file ({exc.strerror or exc}); check free space "
+            "and permissions there, then build again."
+        ) from exc
 
 
 def differences(old: Lock, new: Lock) -> list[str]:

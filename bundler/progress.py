@@ -10,6 +10,14 @@ from typing import TextIO
 from bundler.download import ProgressCallback
 
 _STEP_UNKNOWN = 64 * 1000 * 1000
+_live: list[_Bar] = []  # bars drawing now: a step that fails never finishes its bar
+
+
+def stop_all() -> None:
+    """Stop every bar still drawing (the CLI calls this however a command ends), so a failed
+    step leaves no hidden cursor and no redirected stdout/stderr behind."""
+    while _live:
+        _live.pop().stop()
 
 
 def progress_for(
@@ -50,18 +58,27 @@ class _Bar:
         )
         self.task = self.progress.add_task(label, total=total)
         self.last_draw = 0.0
-        self.progress.start()
+        self.started = False
 
     def __call__(self, done: int, total: int | None) -> None:
+        if not self.started:  # drawn from the first byte on, not when the step is planned
+            self.started = True
+            self.progress.start()
+            _live.append(self)
         finished = total is not None and done >= total
         now = time.monotonic()
         self.progress.update(self.task, completed=done, total=total)
         if finished:
             self.progress.refresh()
-            self.progress.stop()
+            self.stop()
         elif now - self.last_draw >= 0.1:
             self.last_draw = now
             self.progress.refresh()
+
+    def stop(self) -> None:
+        self.progress.stop()
+        if self in _live:
+            _live.remove(self)
 
 
 class _Lines:

@@ -31,20 +31,14 @@ from bundler.plan import Status
 from tests.conftest import require
 from tests.pefactory import write_pe
 from tests.test_build import HELLO, build, linked_copy
+from tests.test_real_closure import CUDNN
 from tests.wine import Wine, require_wine
 
 GPU = "ort-1.19.2-gpu-cuda12"
 PROVIDER = "onnxruntime_providers_cuda.dll"
 # FIELD_NOTES §2: what loads only at run time (cudnn64_9.dll imports nothing and loads its
 # sub-libraries; cuDNN loads NVRTC, NVRTC its builtins), and which of them import which.
-CUDNN_SUBS = (
-    "cudnn_ops64_9.dll",
-    "cudnn_cnn64_9.dll",
-    "cudnn_adv64_9.dll",
-    "cudnn_engines_precompiled64_9.dll",
-    "cudnn_engines_runtime_compiled64_9.dll",
-    "cudnn_heuristic64_9.dll",
-)
+CUDNN_SUBS = tuple(sorted(CUDNN - {"cudnn64_9.dll", "cudnn_graph64_9.dll"}))
 IMPORTED_BY = {  # runtime-only DLL -> the runtime-only DLLs that import it (FIELD_NOTES §2)
     "cudnn_graph64_9.dll": set(CUDNN_SUBS),
     "cudnn_ops64_9.dll": {"cudnn_cnn64_9.dll", "cudnn_adv64_9.dll"},

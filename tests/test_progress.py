@@ -57,3 +57,22 @@ def test_terminal_bar_without_a_size_shows_the_bytes() -> None:
     report(3_000_000, None)
     report(5_000_000, 5_000_000)
     assert "5.0/5.0 MB" in out.getvalue() and out.getvalue().count("\n") == 1
+
+
+def test_a_bar_draws_from_its_first_byte_and_a_failed_step_is_stopped() -> None:
+    """rich's Progress hides the cursor and redirects stdout/stderr while it draws: a step that
+    fails never reaches 100 %, so the CLI stops what is still drawing (stop_all)."""
+    import sys
+
+    from bundler.progress import stop_all
+
+    streams = (sys.stdout, sys.stderr)
+    out = Terminal()
+    report = progress_for("planned.zip", 1000, out)
+    assert report is not None
+    assert (sys.stdout, sys.stderr) == streams and out.getvalue() == ""  # nothing yet
+    report(100, 1000)  # then the download fails
+    assert "\x1b[?25l" in out.getvalue()  # the cursor is hidden while it draws
+    stop_all()
+    assert (sys.stdout, sys.stderr) == streams
+    assert out.getvalue().endswith("\x1b[?25h")  # and shown again
