@@ -43,6 +43,12 @@ def choose_cache_dir(folder: Path | None) -> Path | None:
     """The command line's --cache-dir, for everything of this run that keeps files in the
     cache (also the rendered templates: bundler/render_cache.py)."""
     _chosen[:] = [] if folder is None else [folder]
+    for module, cached in (
+        ("bundler.render_cache", "cache_folder"),
+        ("bundler.render", "environment"),
+    ):
+        if module in sys.modules:  # both keep the folder they found first
+            getattr(sys.modules[module], cached).cache_clear()
     return folder
 
 

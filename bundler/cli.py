@@ -729,8 +729,8 @@ def profiles_new(
     from bundler.derive.flavours import load_flavour
     from bundler.derive.index import default_index_url
     from bundler.download import DownloadPolicy
-    from bundler.errors import OutputError
     from bundler.progress import progress_for
+    from bundler.render import write_text
 
     chosen = load_flavour(flavour)
     request = NewProfile(
@@ -748,10 +748,7 @@ def profiles_new(
     if out is None:
         typer.echo(derived.text, nl=False)
         return
-    try:
-        out.write_text(derived.text, encoding="utf-8")
-    except OSError as exc:
-        raise OutputError(f"{out}: cannot write the profile ({exc.strerror}).") from None
+    write_text(out, derived.text)  # atomic; OutputError when it cannot be written
     typer.echo(f"wrote {out} ({derived.name}): review it, then bundle build --profile {out}")
 
 

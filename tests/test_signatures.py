@@ -117,6 +117,25 @@ def test_a_stripped_signature_is_an_unsigned_vendor_dll(gpu_bundle: Path, tmp_pa
     assert [f["files"] for f in found(audited)["BA602"]] == [[name]]
 
 
+@pytest.mark.realdata
+def test_an_unreadable_dll_is_reported_and_the_rest_still_checked(
+    gpu_bundle: Path, tmp_path: Path
+) -> None:
+    """--signatures adds to the audit; a file the audit cannot read (BA001) does not stop it."""
+    folder = broken_copy(gpu_bundle, tmp_path / "junk")
+    (folder / "junk.dll").write_bytes(b"not a PE file")
+    name = "onnxruntime_providers_shared.dll"
+    dll = patched_copy(gpu_bundle / name, folder / name)
+    data = bytearray(dll.read_bytes())
+    data[0x1400] ^= 0x01
+    dll.write_bytes(bytes(data))
+    audited, code = audit_cli(str(folder), "--signatures")
+    assert code == 17
+    codes = found(audited)
+    assert [f["files"] for f in codes["BA001"]] == [["junk.dll"]]
+    assert [f["files"] for f in codes["BA601"]] == [[name]]
+
+
 # --- bundle build with signatures = "verify" ----------------------------------------------------
 
 
