@@ -7,7 +7,17 @@ says what the loader will find there and what it will not. Each check is one sma
 over that Plan and the folder's files returning findings of one catalogue code
 (bundler.findings): a new check is a catalogue entry plus a function in CHECKS.
 
-Act layer: it reads the folder and, given a lock file, hashes every file it lists. It writes
+What is expected does not depend on what happens to be present: a DLL that is gone still
+needs what it would have loaded. Its import tables come from the lock file in the folder
+(recorded by the build), else from the profile's [[files]] (measured on the pinned DLLs), and
+a rule's pattern becomes the concrete file name recorded there. Findings that rest on such a
+record say so (`Finding.inferred`), and the report ends with the exact files to restore.
+
+With a lock file (in the folder, or given as PATH) the folder is also checked against it:
+absent, added, resized or re-timed files. Hashing every file is opt-in (`verify`; implied when
+PATH is the lock file itself), so that an audit stays cheaper than one `objdump -p`.
+
+Act layer: it reads the folder, and with `verify` hashes every file the lock lists. It writes
 nothing.
 """
 
@@ -19,7 +29,7 @@ import re
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,13 +37,14 @@ from typing import TYPE_CHECKING, Any
 from bundler import __version__
 from bundler.cache import file_sha256
 from bundler.errors import ArchiveError, ConfigError, ExitCode, InputFileError
+from bundler.explain import supplier
 from bundler.extract import unpack_all
 from bundler.findings import CATALOGUE, Finding, Severity, finding, severity_rank
-from bundler.lock import LOCK_NAME, Lock, read_lock
+from bundler.lock import LOCK_NAME, Lock, LockedFile, read_lock
 from bundler.pe import PEInfo, format_version, is_pe_candidate, read_pe
 from bundler.plan import EDGE_LABELS, Edge, EdgeKind, Plan, Status
-from bundler.profiles import DEFAULT_PROFILE, Profile, dll_key, load_profile
-from bundler.resolve import resolve
+from bundler.profiles import DEFAULT_PROFILE, Profile, dll_key, is_pattern, load_profile
+from bundler.resolve import Recorded, resolve
 from bundler.system import SystemPolicy, load_system_policy
 from bundler.vcruntime import DEBUG_CRT_DLLS, VC_RUNTIME_DLLS, outdated_runtimes
 
@@ -50,6 +61,9 @@ _VERSIONED_NAME = re.compile(
     r"(?P<family>[a-z][a-z-]*?)(?:_[a-z_]+)?64_(?P<version>\d+)(?:_\d+)?\.dll"
 )
 CUDNN = "cudnn"
+LOCK_RECORD = "the lock file"
+PROFILE_RECORD = "the profile"
+TIME_TOLERANCE_NS = 2_000_000_000  # FAT and zip keep times to 2 s
 
 if TYPE_CHECKING:
     from bundler.loadproof import LoadProof
@@ -93,7 +107,7 @@ def scan_folder(folder: Path) -> FolderFiles:
 @dataclass(frozen=True)
 class Audited:
     """What every check reads: the folder, the profile and policy, the Plan resolved from the
-    folder alone, and the lock file (`verify`: hash against it; PATH was the lock file)."""
+    folder alone, and the lock file (`verify`: hash every file against it)."""
 
     folder: FolderFiles
     profile: Profile
@@ -115,8 +129,29 @@ class Audited:
         item = self.plan.file(key)
         return item.name if item else key
 
+    @cached_property
+    def locked(self) -> dict[str, LockedFile]:
+        """The lock's entries by lower-case name (empty without a lock file)."""
+        return {dll_key(item.name): item for item in self.lock.files} if self.lock else {}
+
 
 CheckFunction = Callable[[Audited], Iterable[Finding]]
+
+
+@dataclass(frozen=True)
+class Restore:
+    """One file to put back into the folder: its artifact, where the build took it (the
+    lock's record) and the profile's pinned sources, so a pipeline can fetch exactly it.
+    `bundle build` into the same folder restores every one of them."""
+
+    name: str
+    artifact: str | None = None
+    version: str | None = None
+    origin: str | None = None  # the URL / wheel / folder the build took it from (lock file)
+    sha256: str | None = None  # the file's own hash (lock file)
+    sources: tuple[str, ...] = ()  # the profile artifact's pinned sources, as text
+    known_from: str | None = None  # "the lock file" / "the profile" / None: the folder shows it
+    note: str | None = None  # e.g. why no concrete file name could be given
 
 
 @dataclass(frozen=True)
@@ -124,7 +159,7 @@ class AuditReport:
     """The audit's document: every view (table, --json, later JUnit and HTML) reads this."""
 
     folder: Path
-    lock: Path | None  # the lock file hashed against, if PATH was one
+    lock: Path | None  # the lock file the folder was checked against (the folder's, or PATH)
     profile: Profile
     plan: Plan
     files: int  # PE files read in the folder
@@ -133,6 +168,8 @@ class AuditReport:
     load_proof: LoadProof | None = None  # what the real loader said (--run)
     archive: Path | None = None  # the .zip/.7z PATH was; `folder` is then its unpacked copy
     signatures: bool = False  # the Authenticode signatures were checked (--signatures)
+    verified: bool = False  # every locked file was hashed (--verify, or PATH was the lock)
+    restore: tuple[Restore, ...] = ()  # the exact files to put back, with where they come from
     tool_version: str = __version__
 
     def count(self, severity: Severity) -> int:
@@ -153,6 +190,7 @@ class AuditReport:
             "folder": str(self.folder),
             "archive": str(self.archive) if self.archive else None,
             "lock": str(self.lock) if self.lock else None,
+            "hashes_verified": self.verified,
             "profile": self.profile.name,
             "summary": {
                 **{severity.value: self.count(severity) for severity in Severity},
@@ -162,6 +200,7 @@ class AuditReport:
             "suppressed": [_finding_dict(item) for item in self.suppressed],
             "load_proof": self.load_proof.to_dict() if self.load_proof else None,
             "signatures_checked": self.signatures,
+            "restore": [asdict(item) for item in self.restore],
             "plan": plan_summary(self.plan),
         }
 
@@ -177,6 +216,7 @@ def _finding_dict(item: Finding) -> dict[str, Any]:
         "message": item.message,
         "fix": item.fix,
         "details": list(item.details),
+        "inferred_from": list(item.inferred),
     }
 
 
@@ -198,20 +238,36 @@ def plan_summary(plan: Plan) -> dict[str, Any]:
 
 
 def audit(
-    path: Path, profile_name: str | None = None, ignore: Sequence[Suppression] = ()
+    path: Path,
+    profile_name: str | None = None,
+    ignore: Sequence[Suppression] = (),
+    verify: bool = False,
 ) -> AuditReport:
     """Audit PATH, a bundle folder or its bundle.lock.json. The profile is `profile_name`,
     else the one the lock file records, else the default profile. Findings matching an
-    `ignore` rule are moved to `suppressed`. An archive is unpacked first: see unpacked()."""
+    `ignore` rule are moved to `suppressed`. Hashes are checked with `verify`, or when PATH
+    is the lock file. An archive is unpacked first: see unpacked()."""
     folder, lock_path = locate(path)
-    lock = read_lock(lock_path or folder / LOCK_NAME)
+    lock_file = lock_path or folder / LOCK_NAME
+    lock = read_lock(lock_file)
     profile = load_profile(profile_name or (lock.profile if lock else DEFAULT_PROFILE))
     policy = load_system_policy()
     files = scan_folder(folder)
     plan = resolve_folder(files, profile, policy, lock)
-    audited = Audited(files, profile, policy, plan, lock, verify=lock_path is not None)
+    hashed = lock is not None and (verify or lock_path is not None)
+    audited = Audited(files, profile, policy, plan, lock, verify=hashed)
     kept, suppressed = suppress(run_checks(audited), ignore)
-    return AuditReport(folder, lock_path, profile, plan, len(files.pe), kept, suppressed)
+    return AuditReport(
+        folder,
+        lock_file if lock else None,
+        profile,
+        plan,
+        len(files.pe),
+        kept,
+        suppressed,
+        verified=hashed,
+        restore=restore_list(audited),
+    )
 
 
 def is_archive(path: Path) -> bool:
@@ -329,9 +385,31 @@ def resolve_folder(
         and name not in installers
         and info.runs_as(profile.architecture)  # a .NET AnyCPU exe runs as x64
     ]
-    plan = resolve(apps, profile, policy, [files.path], reader=files.read)
+    records = recorded_files(profile, lock)
+    plan = resolve(apps, profile, policy, [files.path], reader=files.read, records=records)
     mode = lock.vc_runtime if lock else profile.vc_runtime
     return installed_by_redist(plan) if mode == "installer" else plan
+
+
+def recorded_files(profile: Profile, lock: Lock | None) -> dict[str, Recorded]:
+    """Every DLL known without reading it, by key: the lock's bundled DLLs (its import tables
+    as the build read them) over the profile's [[files]] (measured on the pinned artifacts). A
+    lock written before imports were recorded still names its files; their import tables
+    then come from the profile where it has them."""
+    records = {
+        dll_key(item.name): Recorded(item.name, item.imports, item.delay_imports, PROFILE_RECORD)
+        for item in profile.files
+    }
+    for entry in lock.files if lock else ():
+        if entry.kind != "bundled" or "/" in entry.name:
+            continue
+        key = dll_key(entry.name)
+        if entry.imports is None and key in records:
+            records[key] = replace(records[key], name=entry.name, origin=LOCK_RECORD)
+            continue
+        imports, delayed = entry.imports or (), entry.delay_imports or ()
+        records[key] = Recorded(entry.name, imports, delayed, LOCK_RECORD)
+    return records
 
 
 def installed_by_redist(plan: Plan) -> Plan:
@@ -398,6 +476,25 @@ def versioned(name: str) -> tuple[str, str] | None:
     return (match["family"], match["version"]) if match else None
 
 
+def inferred(audited: Audited, key: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the records a need of `key` rests on, one detail line saying so) when every chain to
+    it passes a record (an absent DLL's import table, a pattern's recorded file name); the
+    folder alone then cannot show the need. ((), ()) when some chain is all in the folder."""
+    chains = audited.plan.chains_to(key)
+    if not chains or not all(any(edge.inferred for edge in chain) for chain in chains):
+        return (), ()
+    origins = tuple(sorted({edge.inferred for c in chains for edge in c if edge.inferred}))
+    reasons = []
+    for edge in (edge for edge in chains[0] if edge.inferred):
+        if edge.kind is EdgeKind.RUNTIME:
+            pattern = (edge.detail or "").rpartition("[")[2].rstrip("]")
+            reasons.append(f"{audited.name(edge.child)} is the file recorded for {pattern}")
+        else:
+            reasons.append(f"{audited.name(edge.parent or '')} is absent, its imports recorded")
+    line = f"inferred from {' and '.join(origins)}: " + "; ".join(dict.fromkeys(reasons))
+    return origins, (line,)
+
+
 def back_chain(chain: list[Edge], audited: Audited, start: str) -> str:
     """`cublasLt64_12.dll ← cublas64_12.dll ← onnxruntime_providers_cuda.dll`."""
     keys = [start] + [edge.child for edge in chain]
@@ -426,7 +523,9 @@ def missing_at_start(audited: Audited) -> Iterator[Finding]:
                 else f"loaded by {needed_by(audited, item.key)} as the app starts"
             )
             message = f"{item.name} is missing: {how}"
-            yield finding("BA101", (item.name,), message, chains(audited.plan, item.key))
+            origins, note = inferred(audited, item.key)
+            details = (*note, *chains(audited.plan, item.key))
+            yield finding("BA101", (item.name,), message, details, origins)
 
 
 def missing_later(audited: Audited) -> Iterator[Finding]:
@@ -435,11 +534,19 @@ def missing_later(audited: Audited) -> Iterator[Finding]:
     for item in audited.plan.missing:
         if item.key not in audited.load_time:
             users = needed_by(audited, item.key, labels=True)
+            name = item.name
+            if is_pattern(name):
+                name = (
+                    f"a file matching {name} (no concrete name is known: neither a lock file nor "
+                    "the profile's [[files]] records one)"
+                )
             message = (
-                f"{item.name} is missing, and nothing needs it at start-up: the first operation "
+                f"{name} is missing, and nothing needs it at start-up: the first operation "
                 f"that loads it fails; needed by {users}"
             )
-            yield finding("BA102", (item.name,), message, chains(audited.plan, item.key))
+            origins, note = inferred(audited, item.key)
+            details = (*note, *chains(audited.plan, item.key))
+            yield finding("BA102", (item.name,), message, details, origins)
 
 
 def provider_fails(audited: Audited) -> Iterator[Finding]:
@@ -584,6 +691,8 @@ def unreferenced_dll(audited: Audited) -> Iterator[Finding]:
     for name, info in audited.folder.pe.items():
         if not info.is_dll or audited.plan.file(name) is not None:
             continue
+        if dll_key(name) in audited.locked:  # the build placed it: the lock's closure has it
+            continue
         if audited.profile.is_driver(name) or audited.policy.ignores_app_local(name):
             continue
         if not info.runs_as(audited.profile.architecture):
@@ -621,25 +730,47 @@ def system32_shadowing(audited: Audited) -> Iterator[Finding]:
 
 
 def hash_mismatch(audited: Audited) -> Iterator[Finding]:
-    """Every file the lock lists is hashed (a size that differs settles it without hashing):
-    an audit is the place where bytes are checked, not time stamps."""
-    if not (audited.verify and audited.lock):
+    """A size that differs from the lock settles it without hashing. With `verify` every
+    other locked file is hashed; without, only its time stamp is compared (BA404)."""
+    if not audited.lock:
         return
     for entry in audited.lock.files:
         path = audited.folder.path / entry.name
-        if not path.is_file():
-            continue
-        size = path.stat().st_size
-        if size != entry.size:
-            message = f"{entry.name} has {size:,} bytes, the lock file says {entry.size:,}"
+        try:
+            stat = path.stat()
+        except OSError:
+            continue  # absent: BA402
+        if stat.st_size != entry.size:
+            message = f"{entry.name} has {stat.st_size:,} bytes, the lock file says {entry.size:,}"
             yield finding("BA401", (entry.name,), message)
-        elif (digest := file_sha256(path)) != entry.sha256:
+        elif audited.verify and (digest := file_sha256(path)) != entry.sha256:
             message = f"{entry.name} has SHA-256 {digest}, the lock file says {entry.sha256}"
             yield finding("BA401", (entry.name,), message)
 
 
+def time_changed(audited: Audited) -> Iterator[Finding]:
+    """Without hashing, a time stamp other than the one the build left is the cheap sign of
+    a changed file (the build keeps its sources' times; xcopy and robocopy keep them too)."""
+    if not audited.lock or audited.verify:
+        return
+    for entry in audited.lock.files:
+        if entry.mtime_ns is None:
+            continue  # a lock written before times were recorded
+        try:
+            stat = (audited.folder.path / entry.name).stat()
+        except OSError:
+            continue
+        moved = abs(stat.st_mtime_ns - entry.mtime_ns) > TIME_TOLERANCE_NS
+        if stat.st_size == entry.size and moved:
+            message = (
+                f"{entry.name} has another time stamp than the lock file records (same size): "
+                "it may have been changed or copied without its times after the build"
+            )
+            yield finding("BA404", (entry.name,), message)
+
+
 def file_removed(audited: Audited) -> Iterator[Finding]:
-    if not (audited.verify and audited.lock):
+    if not audited.lock:
         return
     listed = [entry.name for entry in audited.lock.files]
     if audited.lock.app and audited.lock.app not in listed:
@@ -650,7 +781,7 @@ def file_removed(audited: Audited) -> Iterator[Finding]:
 
 
 def file_added(audited: Audited) -> Iterator[Finding]:
-    if not (audited.verify and audited.lock):
+    if not audited.lock:
         return
     listed = {entry.name for entry in audited.lock.files} | {audited.lock.app or ""}
     for name in filter(is_pe_name, audited.folder.names):
@@ -678,4 +809,44 @@ CHECKS: dict[str, CheckFunction] = {
     "BA401": hash_mismatch,
     "BA402": file_removed,
     "BA403": file_added,
+    "BA404": time_changed,
 }
+
+
+# --- what to restore -----------------------------------------------------------------------------
+
+
+def restore_list(audited: Audited) -> tuple[Restore, ...]:
+    """Every file to put back, once, sorted by name: the closure's missing DLLs (concrete
+    names where the lock or the profile records them) and the lock's absent files."""
+    wanted: dict[str, str] = {}
+    for item in audited.plan.missing:
+        wanted.setdefault(item.key, item.name)
+    for name in absent_locked(audited):
+        wanted.setdefault(dll_key(name), name)
+    return tuple(_restore(audited, key, wanted[key]) for key in sorted(wanted))
+
+
+def absent_locked(audited: Audited) -> list[str]:
+    if not audited.lock:
+        return []
+    listed = [entry.name for entry in audited.lock.files]
+    if audited.lock.app and audited.lock.app not in listed:
+        listed.append(audited.lock.app)
+    return [name for name in listed if not (audited.folder.path / name).is_file()]
+
+
+def _restore(audited: Audited, key: str, name: str) -> Restore:
+    entry = audited.locked.get(key)
+    found = supplier(audited.profile, name)
+    origins, _ = inferred(audited, key)
+    return Restore(
+        name=name,
+        artifact=(entry.artifact if entry else None) or (found.artifact if found else None),
+        version=found.version if found else None,
+        origin=entry.origin if entry else None,
+        sha256=entry.sha256 if entry else None,
+        sources=found.sources if found else (),
+        known_from=" and ".join(origins) or None,
+        note="no concrete file name is known (a pattern)" if is_pattern(name) else None,
+    )

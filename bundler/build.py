@@ -32,7 +32,7 @@ from bundler.deploy import (
 )
 from bundler.errors import ConfigError, LockMismatchError, MissingDependenciesError
 from bundler.lock import LOCK_NAME, Lock, LockedFile, differences, read_lock, write_lock
-from bundler.plan import Plan, PlanFile, Status
+from bundler.plan import EdgeKind, Plan, PlanFile, Status
 from bundler.profiles import Artifact, Profile, load_profile
 from bundler.provenance import attach_provenance
 from bundler.render_iss import ISS_NAME, IssResult, IssSettings, write_iss
@@ -346,9 +346,35 @@ def locked_files(
                 archive_sha256=source.archive_sha256,
                 member=source.member,
                 why=plan.why(item.key) if item and source.kind == "bundled" else None,
+                **_recorded_imports(plan, item if source.kind == "bundled" else None),
+                mtime_ns=_mtime_ns(placement.source),
             )
         )
     return tuple(files)
+
+
+def _recorded_imports(plan: Plan, item: PlanFile | None) -> dict[str, tuple[str, ...]]:
+    """A bundled DLL's import and delay-import names as the Plan's edges hold them (API sets
+    left out), for the audit of a folder where the DLL is gone."""
+    if item is None:
+        return {}
+    found: dict[EdgeKind, list[str]] = {EdgeKind.IMPORT: [], EdgeKind.DELAY_IMPORT: []}
+    for edge in plan.children(item.key):
+        child = plan.file(edge.child)
+        if edge.kind in found and child is not None and child.status is not Status.API_SET:
+            found[edge.kind].append(child.name)
+    return {
+        "imports": tuple(found[EdgeKind.IMPORT]),
+        "delay_imports": tuple(found[EdgeKind.DELAY_IMPORT]),
+    }
+
+
+def _mtime_ns(path: Path) -> int | None:
+    """The deployed copy keeps its source's time (bundler.deploy), so the source's is it."""
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
 
 
 def _check_locked(out: Path, previous: Lock | None, lock: Lock) -> None:

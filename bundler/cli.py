@@ -253,6 +253,14 @@ def audit(
         str | None,
         typer.Option("--explain", metavar="DLL", help="Why DLL would fail to load (error 126)."),
     ] = None,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="Hash every file the lock file lists (without it, sizes and time stamps are "
+            "compared; PATH being the lock file implies it).",
+        ),
+    ] = False,
 ) -> None:
     """Check a shipped folder as the target machine will see it; exit 17 on errors."""
     from bundler.audit import as_archived, parse_suppression, with_signatures
@@ -261,7 +269,7 @@ def audit(
 
     rules = [parse_suppression(text) for text in ignore or ()]
     with _audit_target(path) as (target, inner):
-        report = run_audit(target, profile, rules)
+        report = run_audit(target, profile, rules, verify=verify)
         if signatures:
             report = with_signatures(report, rules)
         if run:

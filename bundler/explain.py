@@ -41,6 +41,7 @@ class Explanation:
     also_missing: tuple[str, ...] = ()  # the closure's other missing DLLs
     driver: tuple[str, ...] = ()  # what the GPU driver must provide
     system: tuple[str, ...] = ()  # what Windows must provide (API sets left out)
+    redist: tuple[str, ...] = ()  # what vc_redist.x64.exe installs (--vc-runtime installer)
 
     @property
     def loads(self) -> bool:
@@ -60,6 +61,7 @@ class Explanation:
             "also_missing": list(self.also_missing),
             "driver": list(self.driver),
             "system": list(self.system),
+            "redist": list(self.redist),
         }
 
 
@@ -72,10 +74,11 @@ def explain(plan: Plan, profile: Profile, dll: str) -> Explanation | None:
     closure = full_closure(plan, item.key)
     present = [found for key in closure if (found := plan.file(key)) is not None]
     driver = _named(present, Status.DRIVER)
-    system = _named(present, Status.SYSTEM, Status.REDIST)
+    system = _named(present, Status.SYSTEM)
+    redist = _named(present, Status.REDIST)
     lost = [entry for entry in present if entry.status is Status.MISSING]
     if not lost:
-        return Explanation(item.name, plan.profile, driver=driver, system=system)
+        return Explanation(item.name, plan.profile, driver=driver, system=system, redist=redist)
     first, at_start, chain = _first_missing(plan, item, closure)
     return Explanation(
         item.name,
@@ -88,6 +91,7 @@ def explain(plan: Plan, profile: Profile, dll: str) -> Explanation | None:
         also_missing=tuple(entry.name for entry in lost if entry.key != first.key),
         driver=driver,
         system=system,
+        redist=redist,
     )
 
 

@@ -53,6 +53,9 @@ class Finding:
     message: str
     fix: str
     details: tuple[str, ...] = ()
+    # Where the audit took a need it could not read in the folder (a DLL on the way is absent,
+    # or a rule's pattern): "the lock file" and/or "the profile"; empty when nothing is inferred.
+    inferred: tuple[str, ...] = ()
 
     @property
     def check(self) -> Check:
@@ -196,6 +199,15 @@ _CHECKS = (
         "remove {file}, or rebuild so the lock file describes it",
     ),
     Check(
+        "BA404",
+        "file-changed",
+        Severity.WARNING,
+        "A file's time stamp differs from bundle.lock.json (its bytes are hashed only with "
+        "--verify)",
+        "audit with --verify to check {file}'s hash (copy bundles with their times kept: "
+        "xcopy, robocopy, cp -p)",
+    ),
+    Check(
         "BA501",
         "loader-missing-unreported",
         Severity.ERROR,
@@ -210,6 +222,13 @@ _CHECKS = (
         "The audit reports a DLL missing that the real loader (--run) found outside the folder",
         "ship {file} next to the app: this machine has it (a Wine builtin, System32, an installed "
         "runtime), a clean target does not",
+    ),
+    Check(
+        "BA503",
+        "app-failed",
+        Severity.ERROR,
+        "The app started with every DLL it imports, then exited with a failure code (--run)",
+        "run {file} by hand to see why it fails (with --run-arg for the arguments it needs)",
     ),
     Check(
         "BA601",
@@ -236,13 +255,14 @@ def finding(
     files: tuple[str, ...],
     message: str,
     details: tuple[str, ...] = (),
+    inferred: tuple[str, ...] = (),
     **fields: str,
 ) -> Finding:
     """A finding of catalogue entry `code`; the fix template gets `file` (the files, joined,
     unless given) and any other `fields`."""
     check = CATALOGUE[code]
     fix = check.fix.format_map({"file": ", ".join(files), **fields})
-    return Finding(code, check.severity, files, message, fix, details)
+    return Finding(code, check.severity, files, message, fix, details, inferred)
 
 
 def severity_rank(severity: Severity) -> int:

@@ -50,7 +50,8 @@ from bundler.plan import EdgeKind, Plan, Status
 from bundler.profiles import dll_key
 from bundler.vcruntime import VC_RUNTIME_DLLS
 
-FINDING_CODES = ("BA501", "BA502")  # catalogue codes raised here, by running, not by a check
+# Catalogue codes raised here, by running, not by a check.
+FINDING_CODES = ("BA501", "BA502", "BA503")
 
 _IMPORT_LINE = re.compile(
     r":err:module:import_dll (?:Library (?P<dll>\S+) \(which is needed by L?\"(?P<by>.*?)\"\)"
@@ -90,6 +91,11 @@ class LoaderRun:
     @property
     def finished(self) -> bool:
         return self.exit_code is not None
+
+    @property
+    def app_failed(self) -> bool:
+        """An app that started with every DLL and then exited with a failure code."""
+        return self.kind == "app" and bool(self.exit_code) and not self.dependency_failed
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -338,6 +344,13 @@ def proof_findings(proof: LoadProof, plan: Plan) -> list[Finding]:
             "loaded it from elsewhere: it works on this machine and fails on a clean one"
         )
         found.append(finding("BA502", (name,), message))
+    for run in proof.runs:
+        if run.app_failed:
+            message = (
+                f"{run.target} started, then FAILED with exit code {run.exit_code} "
+                f"({_hex(run.exit_code)}): its DLLs loaded, the app itself reported an error"
+            )
+            found.append(finding("BA503", (run.target,), message, (run.verdict,)))
     for run in proof.run_disagreements():
         if run.dependency_failed:
             message = (
@@ -353,6 +366,17 @@ def proof_findings(proof: LoadProof, plan: Plan) -> list[Finding]:
             )
             found.append(finding("BA502", run.audit_missing, message))
     return found
+
+
+def _hex(code: int | None) -> str:
+    return f"{(code or 0) & 0xFFFFFFFF:#x}"
+
+
+def app_verdict(code: int) -> str:
+    """What an app run that loaded every DLL ended with, said plainly."""
+    if code == 0:
+        return "started, no DLL missing (exit 0)"
+    return f"started with every DLL, then FAILED with exit code {code} ({_hex(code)})"
 
 
 def _verb(run: LoaderRun) -> str:

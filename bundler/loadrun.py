@@ -59,6 +59,7 @@ from bundler.loadproof import (
     LoaderLine,
     LoaderRun,
     app_exes,
+    app_verdict,
     audit_missing,
     judge,
     native_vc_runtime,
@@ -275,7 +276,7 @@ def _wine_verdict(kind: str, code: int | None, lines: Sequence[LoaderLine], limi
     if code is None:
         return f"still running after {limit:g} s, stopped; no DLL reported missing by then"
     if kind == "app":
-        return f"started, no DLL missing (exit {code})"
+        return app_verdict(code)
     if code in REGSVR32_LOADED:
         return "loaded"
     if code == REGSVR32_LOAD_FAILED:
@@ -333,7 +334,7 @@ def _windows_run(
     elif lost:
         verdict = f"a DLL it needs was not found (exit {code:#x})"
     elif kind == "app":
-        verdict = f"started (exit {code:#x})"
+        verdict = app_verdict(code)
     else:
         verdict = "loaded" if code == 0 else f"LoadLibraryExW failed (error {code})"
     missing = audit_missing(plan, target)

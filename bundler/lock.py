@@ -37,6 +37,11 @@ class LockedFile:
     archive_sha256: str | None = None
     member: str | None = None
     why: str | None = None
+    # A bundled DLL's import tables (API sets left out): what it loads stays known to the audit
+    # when the file is gone. None in locks written before they were recorded.
+    imports: tuple[str, ...] | None = None
+    delay_imports: tuple[str, ...] | None = None
+    mtime_ns: int | None = None  # the placed file's modification time, for the audit's cheap check
 
 
 @dataclass(frozen=True)
@@ -158,7 +163,7 @@ def _lock(path: Path, data: dict[str, Any]) -> Lock:
             profile=data["profile"],
             architecture=data["architecture"],
             vc_runtime=data["vc_runtime"],
-            files=tuple(LockedFile(**item) for item in data["files"]),
+            files=tuple(_locked_file(item) for item in data["files"]),
             driver_requirements=tuple(data.get("driver_requirements", ())),
             app=data.get("app"),
             app_file_version=data.get("app_file_version"),
@@ -172,6 +177,13 @@ def _lock(path: Path, data: dict[str, Any]) -> Lock:
         raise PlanFormatError(
             f"{path}: not a valid bundle lock file ({exc}); {_REWRITE}."
         ) from None
+
+
+def _locked_file(item: dict[str, Any]) -> LockedFile:
+    lists = {
+        key: tuple(item[key]) for key in ("imports", "delay_imports") if item.get(key) is not None
+    }
+    return LockedFile(**{**item, **lists})
 
 
 def write_lock(path: Path, lock: Lock) -> None:

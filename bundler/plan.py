@@ -71,6 +71,9 @@ class Edge:
     child: str
     kind: EdgeKind
     detail: str | None = None  # the runtime rule's reason, or the pattern it matched
+    # Where an edge of an absent DLL (its import tables) or a pattern's file name was taken
+    # from when the folder could not show it: "the lock file" or "the profile".
+    inferred: str | None = None
 
 
 @dataclass(frozen=True)

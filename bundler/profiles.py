@@ -109,6 +109,19 @@ class Artifact:
 
 
 @dataclass(frozen=True)
+class RecordedFile:
+    """What a pinned DLL imports, recorded in the profile ([[files]]) from the DLL itself, so
+    that what it would load stays known when the DLL is absent from a folder (the audit of a
+    bundle missing it). Measured on the artifact's pinned wheel; API sets are left out."""
+
+    name: str  # the concrete file name, as spelled in the artifact
+    artifact: str
+    size: int
+    imports: tuple[str, ...] = ()
+    delay_imports: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class GpuDriver:
     """What the target's GPU driver must be: the installer's preflight checks it. The version
     is NVIDIA's driver numbering (527.41), read on the target from the driver DLL's
@@ -136,6 +149,11 @@ class Profile:
     gpu_driver: GpuDriver | None = None
     scan_exceptions: tuple[ScanException, ...] = ()
     signatures: str = "off"  # "verify": build checks the signed artifacts' signatures
+    files: tuple[RecordedFile, ...] = ()  # the pinned DLLs' recorded import tables
+
+    def recorded(self, name: str) -> RecordedFile | None:
+        key = dll_key(name)
+        return next((item for item in self.files if dll_key(item.name) == key), None)
 
     def signed_by_vendor(self, name: str) -> bool:
         """True when an artifact that provides `name` is one its vendor signs."""
@@ -188,9 +206,42 @@ def load_profile_file(path: Path) -> Profile:
         gpu_driver=_gpu_driver(table),
         signatures=_choice(table, "signatures", SIGNATURE_MODES, "off"),
         scan_exceptions=tuple(_exception(item) for item in table.tables("scan_exceptions", [])),
+        files=tuple(_recorded(item) for item in table.tables("files", [])),
     )
     table.done()
+    _check_recorded(profile, table.where)
     return profile
+
+
+def _recorded(table: Table) -> RecordedFile:
+    size: int = table.integer("size")
+    if size <= 0:
+        raise ProfileError(f"{table.where}: key 'size' must be the DLL's size in bytes (> 0).")
+    recorded = RecordedFile(
+        name=table.string("name"),
+        artifact=table.string("artifact"),
+        size=size,
+        imports=table.strings("imports", ()),
+        delay_imports=table.strings("delay_imports", ()),
+    )
+    table.done()
+    return recorded
+
+
+def _check_recorded(profile: Profile, where: str) -> None:
+    """Every [[files]] entry names an artifact of the profile that provides it, once."""
+    artifacts = {artifact.name: artifact for artifact in profile.artifacts}
+    seen: set[str] = set()
+    for item in profile.files:
+        artifact = artifacts.get(item.artifact)
+        if artifact is None or not any(matches(entry, item.name) for entry in artifact.provides):
+            raise ProfileError(
+                f"{where}: [[files]] {item.name!r} names artifact {item.artifact!r}, which "
+                "does not provide it; regenerate the block (tools/record_files.py)."
+            )
+        if dll_key(item.name) in seen:
+            raise ProfileError(f"{where}: [[files]] lists {item.name!r} twice.")
+        seen.add(dll_key(item.name))
 
 
 def parse_windows_version(table: Table, key: str) -> tuple[int, ...]:

@@ -10,14 +10,18 @@ damaged file the user pointed it at); with "finding" (the default: audit and dep
 problem at once) it is recorded as a finding, noted on the name, and the search goes on.
 
 Edges come from three places: import tables, delay-import tables, and the profile's runtime rules
-(what LoadLibrary pulls in at run time, which no import table shows).
+(what LoadLibrary pulls in at run time, which no import table shows). The closure does not
+depend on what happens to be present: a missing DLL's import tables, when they were recorded
+(the lock file, the profile's [[files]]), still give its edges, and a rule's pattern is
+resolved to the recorded file name when no search folder has a match; such edges carry
+`inferred` (where the record came from).
 """
 
 from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -30,6 +34,20 @@ from bundler.system import SystemPolicy
 
 PEReader = Callable[[Path], PEInfo]
 Unreadable = Literal["error", "finding"]
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A DLL known without reading it: its import tables as recorded at build time (the lock
+    file) or measured on the pinned artifact (the profile); `origin` says which."""
+
+    name: str
+    imports: tuple[str, ...]
+    delay_imports: tuple[str, ...]
+    origin: str  # "the lock file" | "the profile"
+
+
+Records = Mapping[str, Recorded]  # by dll_key
 
 
 class SearchPath:
@@ -95,12 +113,14 @@ class Resolver:
         search: SearchPath,
         reader: PEReader = read_pe,
         unreadable: Unreadable = "finding",
+        records: Records | None = None,
     ) -> None:
         self.profile = profile
         self.policy = policy
         self.search = search
         self.read = reader
         self.unreadable = unreadable
+        self.records = records or {}
         self.work = _Work()
 
     def resolve(self, apps: Sequence[PEInfo]) -> Plan:
@@ -134,26 +154,50 @@ class Resolver:
                     self._need(target, parent, EdgeKind.RUNTIME, rule.why)
 
     def _need_pattern(self, pattern: str, parent: str, why: str) -> None:
+        """The files of the search folders that match; else the recorded file names that do
+        (the concrete name a user restores); only else the pattern itself, with a finding."""
+        detail = f"{why} [{pattern}]"
         names = self.search.names_matching(pattern)
-        if not names:
+        if names:
+            for name in names:
+                self._need(name, parent, EdgeKind.RUNTIME, detail)
+            return
+        recorded = [item for item in self.records.values() if matches(pattern, item.name)]
+        for item in recorded:
+            self._need(item.name, parent, EdgeKind.RUNTIME, detail, item.origin)
+        if not recorded:
             self.work.findings.append(
                 Finding(
                     "pattern-unmatched", pattern, f"no file in the search folders matches {pattern}"
                 )
             )
-            names = [pattern]
-        for name in names:
-            self._need(name, parent, EdgeKind.RUNTIME, f"{why} [{pattern}]")
+            self._need(pattern, parent, EdgeKind.RUNTIME, detail)
 
     def _need(
-        self, name: str, parent: str | None, kind: EdgeKind, detail: str | None = None
+        self,
+        name: str,
+        parent: str | None,
+        kind: EdgeKind,
+        detail: str | None = None,
+        inferred: str | None = None,
     ) -> None:
         key = dll_key(name)
-        self.work.edges.append(Edge(parent, key, kind, detail))
+        self.work.edges.append(Edge(parent, key, kind, detail, inferred))
         if key not in self.work.files:
             self.work.files[key] = self._classify(name)
             if self.work.files[key].status is Status.MISSING:
+                self._recorded_loads(key)
                 self._runtime_loads(name)
+
+    def _recorded_loads(self, key: str) -> None:
+        """An absent DLL's recorded import tables stand in for its own."""
+        recorded = self.records.get(key)
+        if recorded is None:
+            return
+        for name in recorded.imports:
+            self._need(name, key, EdgeKind.IMPORT, None, recorded.origin)
+        for name in recorded.delay_imports:
+            self._need(name, key, EdgeKind.DELAY_IMPORT, None, recorded.origin)
 
     def _classify(self, name: str) -> PlanFile:
         key = dll_key(name)
@@ -269,6 +313,7 @@ def resolve(
     reader: PEReader = read_pe,
     app_folders_first: bool = True,
     unreadable: Unreadable = "finding",
+    records: Records | None = None,
 ) -> Plan:
     """The closure of `apps` + the profile's roots. App folders are searched first, as the
     Windows loader does, then `search_folders` in the order given. A build deploying into the
@@ -280,4 +325,5 @@ def resolve(
         if app_folders_first
         else list(search_folders) + app_folders
     )
-    return Resolver(profile, policy, SearchPath(ordered), reader, unreadable).resolve(apps)
+    search = SearchPath(ordered)
+    return Resolver(profile, policy, search, reader, unreadable, records).resolve(apps)

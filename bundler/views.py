@@ -155,7 +155,29 @@ def audit_table(report: AuditReport) -> str:
         lines += ["", *report.load_proof.summary_lines()]
     counts = ", ".join(_count(report.count(severity), severity) for severity in SEVERITY_ORDER)
     lines += ["", f"{len(report.findings)} finding(s): {counts}"]
+    lines += _restore_lines(report)
     return "\n".join(lines)
+
+
+def _restore_lines(report: AuditReport) -> list[str]:
+    """The exact files to put back, each with where it comes from; last, so it is what a
+    user reads first at the bottom of a long report."""
+    if not report.restore:
+        return []
+    lines = [
+        "",
+        f"RESTORE ({len(report.restore)} file(s); `bundle build` into this folder puts them back):",
+    ]
+    for item in report.restore:
+        where = f"artifact {item.artifact}" if item.artifact else "no artifact of the profile"
+        if item.version:
+            where += f" {item.version}"
+        if item.origin:
+            where += f", taken from {item.origin}"
+        known = f"; need inferred from {item.known_from}" if item.known_from else ""
+        note = f" ({item.note})" if item.note else ""
+        lines.append(f"  {item.name}{note}  [{where}{known}]")
+    return lines
 
 
 def _count(number: int, severity: Severity) -> str:
@@ -167,13 +189,18 @@ def _audit_heading(report: AuditReport) -> list[str]:
     plan = report.plan
     bundled = plan.with_status(Status.BUNDLED)
     size = human_size(sum(item.size or 0 for item in bundled))
-    lock = f"verified against {report.lock.name}" if report.lock else "not verified"
+    if report.lock is None:
+        lock = "no lock file to check against"
+    elif report.verified:
+        lock = f"hashes verified against {report.lock.name}"
+    else:
+        lock = f"sizes and times checked against {report.lock.name} (--verify hashes)"
     unpacked = " (unpacked from the archive)" if report.archive else ""
     lines = [
         f"Audit of {report.folder}{unpacked} for {plan.profile} ({plan.architecture}, "
         f"Windows >= {plan.min_windows})",
         f"  {report.files} PE files read; {len(bundled)} DLLs needed and present ({size}), "
-        f"{len(plan.missing)} missing; hashes {lock}",
+        f"{len(plan.missing)} missing; {lock}",
     ]
     drivers = sorted(item.name for item in plan.with_status(Status.DRIVER))
     if drivers:
@@ -218,6 +245,8 @@ def explain_text(explanation: Explanation, folder: Path) -> str:
         lines.append(f"  the GPU driver must provide: {', '.join(explanation.driver)}")
     if explanation.system:
         lines.append(f"  Windows provides: {', '.join(explanation.system)}")
+    if explanation.redist:
+        lines.append(f"  vc_redist provides: {', '.join(explanation.redist)}")
     return "\n".join(lines)
 
 

@@ -289,6 +289,8 @@ def test_json_document_follows_the_schema(tmp_path: Path) -> None:
         "archive",
         "load_proof",
         "signatures_checked",
+        "hashes_verified",
+        "restore",
         "plan",
     }
     provider = found(data)["BA103"][0]
@@ -301,6 +303,7 @@ def test_json_document_follows_the_schema(tmp_path: Path) -> None:
         "message",
         "fix",
         "details",
+        "inferred_from",
     }
     assert provider["severity"] == "error" and provider["name"] == "provider-fails-126"
     missing = found(data)["BA101"][0]
@@ -324,7 +327,13 @@ def test_table_groups_by_severity_and_says_the_fix(tmp_path: Path) -> None:
     assert "  BA102  cudnn_graph64_9.dll is missing" in text
     assert "  BA301  nvcuda.dll belongs to the GPU driver" in text
     assert "fix: remove nvcuda.dll from the folder" in text
-    assert text.rstrip().endswith("3 finding(s): 2 errors, 0 warnings, 1 info")
+    tail = text.rstrip().splitlines()[-4:]
+    assert tail[0] == "3 finding(s): 2 errors, 0 warnings, 1 info"
+    assert (
+        tail[1] == ""
+        and tail[2].startswith("RESTORE (1 file(s)")
+        and tail[3].startswith("  cudnn_graph64_9.dll")
+    )
 
 
 @pytest.mark.parametrize(
@@ -458,7 +467,8 @@ def test_no_cudnn_graph64_9_is_caught_by_the_runtime_rules_alone(
     data, code = audit_cli(str(broken_copy(gpu_bundle, tmp_path / "b", "cudnn_graph64_9.dll")))
     assert code == 17
     by_code = found(data)
-    assert set(by_code) == {"BA102", "BA305"}  # the provider itself still loads
+    # The provider itself still loads; the folder's lock file misses the DLL too.
+    assert set(by_code) == {"BA102", "BA305", "BA402"}
     later = by_code["BA102"][0]
     assert later["files"] == ["cudnn_graph64_9.dll"]
     assert "cudnn64_9.dll (runtime)" in later["message"]  # type: ignore[operator]

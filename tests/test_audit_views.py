@@ -198,7 +198,9 @@ def test_real_bundle_without_cudnn64_9(gpu_bundle: Path, tmp_path: Path) -> None
     assert f"{verdict}\n  chain: {PROVIDER} -import-> cudnn64_9.dll" in text
     assert "supplied by: artifact cudnn 9.1.0.70" in text and CUDNN_PIP in text
     root, code = junit(folder, tmp_path / "audit.xml")
-    assert code == 17 and root.attrib["failures"] == "2"
+    # BA101, BA103, and BA402: the folder's lock file lists it too
+    assert code == 17 and root.attrib["failures"] == "3"
+    assert cases(root)["BA402"].find("failure") is not None
     failure = cases(root)["BA103"].find("failure")
     assert failure is not None
     assert failure.attrib["message"] == (

@@ -21,14 +21,21 @@ from pathlib import Path
 
 from bundler.acquire import Acquired, AcquireOptions, ProgressFactory, acquire_profile
 from bundler.cache import Cache
-from bundler.derive.facts import Facts, derive_facts
+from bundler.derive.facts import Facts, derive_facts, recorded_file
 from bundler.derive.flavours import ComponentSet, Flavour, Package
 from bundler.derive.index import WheelPin, find_wheel
 from bundler.derive.render import DerivedArtifact, render_profile
 from bundler.download import DownloadPolicy
 from bundler.errors import IntegrityError, ProfileError, VcRuntimeError
 from bundler.pe import PEInfo, read_pe
-from bundler.profiles import Artifact, PipSource, Profile, dll_key, load_profile_file
+from bundler.profiles import (
+    Artifact,
+    PipSource,
+    Profile,
+    RecordedFile,
+    dll_key,
+    load_profile_file,
+)
 from bundler.scan import scan_all
 from bundler.system import load_system_policy
 
@@ -111,8 +118,18 @@ def derive_profile(
         request.index_url,
         facts,
         artifacts,
+        _recorded(facts, infos),
     )
     return Derived(name, text, facts, _validated(text, name))
+
+
+def _recorded(facts: Facts, infos: dict[str, PEInfo]) -> list[RecordedFile]:
+    """The closure's DLLs with their import tables, in the order the closure found them."""
+    policy = load_system_policy()
+    return [
+        recorded_file(infos[dll_key(name)], facts.owners[dll_key(name)], policy)
+        for name in facts.closure
+    ]
 
 
 def _validated(text: str, name: str) -> Profile:

@@ -25,8 +25,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from bundler.pe import PEInfo
-from bundler.profiles import dll_key
+from bundler.profiles import RecordedFile, dll_key
 from bundler.scan import Candidate, Kind, ScanResult
+from bundler.system import SystemPolicy
 from bundler.vcruntime import VC_RUNTIME_DLLS
 
 PROVIDER_PREFIX = "onnxruntime_providers_"
@@ -174,3 +175,15 @@ def as_pattern(name: str, patterns: Sequence[str]) -> str:
         if fnmatch.fnmatchcase(dll_key(name), dll_key(pattern)):
             return pattern
     return name
+
+
+def recorded_file(info: PEInfo, artifact: str, policy: SystemPolicy) -> RecordedFile:
+    """A pinned DLL's [[files]] entry: its import tables as the file spells them, API sets left
+    out (they are never files), so the audit knows what it loads when it is absent."""
+
+    def names(found: Sequence[str]) -> tuple[str, ...]:
+        return tuple(name for name in found if not policy.is_api_set(name))
+
+    return RecordedFile(
+        info.name, artifact, info.size, names(info.imports), names(info.delay_imports)
+    )

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from bundler.derive.facts import Facts, Load, as_pattern
 from bundler.derive.flavours import ComponentSet, Flavour, LocalInstall
 from bundler.derive.index import WheelPin
-from bundler.profiles import dll_key
+from bundler.profiles import RecordedFile, dll_key
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,7 @@ def render_profile(
     index_url: str,
     facts: Facts,
     artifacts: Sequence[DerivedArtifact],
+    files: Sequence[RecordedFile] = (),
 ) -> str:
     out: list[str] = []
     out += _header(command, flavour, components, index_url)
@@ -52,7 +53,31 @@ def render_profile(
     out += _rules(facts, flavour)
     for artifact in artifacts:
         out += _artifact(artifact, facts, flavour)
+    if files:
+        out += recorded_files_toml(files, f"Measured by `{command}` on the pinned wheels")
     return "\n".join(out) + "\n"
+
+
+RECORDED_MARKER = "# --- [[files]]: the pinned DLLs' import tables"
+
+
+def recorded_files_toml(files: Sequence[RecordedFile], how: str) -> list[str]:
+    """The [[files]] block: one table per pinned DLL with its size and import tables (API
+    sets left out). It starts with RECORDED_MARKER, so a tool can replace it as a whole."""
+    out = [
+        "",
+        RECORDED_MARKER,
+        f"# {how}; sizes are the wheels' files.",
+        "# What each DLL loads stays known when it is absent from a folder (bundle audit).",
+        "# API sets are left out.",
+    ]
+    for item in files:
+        out += ["", "[[files]]", f"name = {q(item.name)}", f"artifact = {q(item.artifact)}"]
+        out.append(f"size = {item.size}")
+        for key, names in (("imports", item.imports), ("delay_imports", item.delay_imports)):
+            if names:
+                out.append(f"{key} = [{', '.join(map(q, names))}]")
+    return out
 
 
 def _header(command: str, flavour: Flavour, components: ComponentSet, index: str) -> list[str]:
