@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import re
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -43,7 +42,14 @@ from bundler.findings import CATALOGUE, Finding, Severity, finding, severity_ran
 from bundler.lock import LOCK_NAME, Lock, LockedFile, read_lock
 from bundler.pe import PEInfo, format_version, is_pe_candidate, read_pe
 from bundler.plan import EDGE_LABELS, Edge, EdgeKind, Plan, Status
-from bundler.profiles import DEFAULT_PROFILE, Profile, dll_key, is_pattern, load_profile
+from bundler.profiles import (
+    DEFAULT_PROFILE,
+    Profile,
+    dll_key,
+    is_pattern,
+    load_profile,
+    versioned,
+)
 from bundler.resolve import Recorded, resolve
 from bundler.system import SystemPolicy, load_system_policy
 from bundler.vcruntime import DEBUG_CRT_DLLS, VC_RUNTIME_DLLS, outdated_runtimes
@@ -54,12 +60,6 @@ PROVIDER_PREFIX = "onnxruntime_providers_"
 PROVIDERS_SHARED = "onnxruntime_providers_shared.dll"
 # ORT 1.19.2 imports both; the deployment how-tos forget them (FIELD_NOTES §4).
 VC_RUNTIME_PARTS = ("vcruntime140_1.dll", "msvcp140_1.dll")
-# NVIDIA's DLL names carry the version they belong to: cudart64_12, cudart64_110 (CUDA 11.0),
-# cudnn_ops64_9, cudnn_ops_infer64_8, nvrtc64_120_0, nvrtc-builtins64_124. family = the name up
-# to the first "_" or "64", version = the number after "64_".
-_VERSIONED_NAME = re.compile(
-    r"(?P<family>[a-z][a-z-]*?)(?:_[a-z_]+)?64_(?P<version>\d+)(?:_\d+)?\.dll"
-)
 CUDNN = "cudnn"
 LOCK_RECORD = "the lock file"
 PROFILE_RECORD = "the profile"
@@ -468,12 +468,6 @@ def needed_by(
             name = audited.name(edge.parent) if edge.parent else "the profile (a root)"
             names.add(f"{name} ({EDGE_LABELS[edge.kind]})" if labels else name)
     return ", ".join(sorted(names, key=str.lower))
-
-
-def versioned(name: str) -> tuple[str, str] | None:
-    """(family, version) of an NVIDIA DLL name, e.g. ("cudart", "110") for cudart64_110.dll."""
-    match = _VERSIONED_NAME.fullmatch(dll_key(name))
-    return (match["family"], match["version"]) if match else None
 
 
 def inferred(audited: Audited, key: str) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -7,6 +7,7 @@ DLL names are kept as written for display; every comparison goes through `dll_ke
 from __future__ import annotations
 
 import fnmatch
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -19,11 +20,23 @@ DEFAULT_PROFILE = "ort-1.19.2-gpu-cuda12"
 ARCHITECTURES = ("x86", "x64", "arm64")
 VC_RUNTIME_MODES = ("app-local", "installer")
 SIGNATURE_MODES = ("off", "verify")
+# NVIDIA's DLL names carry the version they belong to: cudart64_12, cudart64_110 (CUDA 11.0),
+# cudnn_ops64_9, cudnn_ops_infer64_8, nvrtc64_120_0, nvrtc-builtins64_124. family = the name up
+# to the first "_" or "64", version = the number after "64_".
+_VERSIONED_NAME = re.compile(
+    r"(?P<family>[a-z][a-z-]*?)(?:_[a-z_]+)?64_(?P<version>\d+)(?:_\d+)?\.dll"
+)
 
 
 def dll_key(name: str) -> str:
     """Windows file names compare case-insensitively: key every lookup by this."""
     return name.lower()
+
+
+def versioned(name: str) -> tuple[str, str] | None:
+    """(family, version) of an NVIDIA DLL name, e.g. ("cudart", "110") for cudart64_110.dll."""
+    match = _VERSIONED_NAME.fullmatch(dll_key(name))
+    return (match["family"], match["version"]) if match else None
 
 
 def is_pattern(name: str) -> bool:

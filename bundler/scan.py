@@ -36,7 +36,7 @@ import pefile
 
 from bundler.errors import InputFileError
 from bundler.pe import release_image
-from bundler.profiles import dll_key
+from bundler.profiles import dll_key, versioned
 from bundler.system import SystemPolicy
 
 # Where a name starts: bytes that may be part of a DLL file name (and of a printf conversion).
@@ -55,6 +55,9 @@ LOADER_FUNCTIONS = frozenset(
 class Kind(StrEnum):
     RUNTIME = "runtime"  # a DLL that exists (or a driver DLL), not imported: a runtime load
     IMPORTED = "imported"  # already in the import or delay-import table
+    # The binary imports the same library under another version (cublas64_13.dll beside a
+    # 'cublas64_12.dll' string): a fallback name, not a load. Imports outrank strings.
+    FALLBACK = "fallback"
     SELF = "self"  # the binary's own name (its file or export name)
     SYSTEM = "system"  # an API-set or system DLL: Windows provides it
     ABSENT = "absent"  # no such DLL in the pool: another release's or vendor's name, or text
@@ -310,9 +313,22 @@ def _kind(key: str, header: _Header, own: set[str], pool: Pool, policy: SystemPo
         return Kind.IMPORTED
     if policy.is_api_set(key) or policy.is_system(key, (99,)):
         return Kind.SYSTEM
+    if _imported_in_another_version(key, header.imports):
+        return Kind.FALLBACK
     if key in pool.names or key in pool.drivers:
         return Kind.RUNTIME
     return Kind.ABSENT
+
+
+def _imported_in_another_version(key: str, imports: frozenset[str]) -> bool:
+    parsed = versioned(key)
+    if parsed is None:
+        return False
+    family, version = parsed
+    return any(
+        (other := versioned(name)) is not None and other[0] == family and other[1] != version
+        for name in imports
+    )
 
 
 def _confidence(evidence: Sequence[Evidence], pattern: str | None, loaders: bool) -> Confidence:

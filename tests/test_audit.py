@@ -19,11 +19,12 @@ from pathlib import Path
 import pefile
 import pytest
 
-from bundler.audit import CHECKS, audit, versioned
+from bundler.audit import CHECKS, audit
 from bundler.cache import file_sha256
 from bundler.findings import CATALOGUE, Severity, catalogue_markdown
 from bundler.loadproof import FINDING_CODES
 from bundler.lock import LOCK_NAME, Lock, LockedFile, write_lock
+from bundler.profiles import versioned
 from bundler.signatures import FINDING_CODES as SIGNATURE_CODES
 from tests.conftest import REPO, fetch, pip_env, run_bundle
 from tests.pefactory import PESpec, write_pe

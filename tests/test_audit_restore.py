@@ -25,6 +25,7 @@ from bundler.profiles import available_profiles, load_profile
 from tests.conftest import REPO, run_bundle
 from tests.pefactory import PESpec
 from tests.test_audit import GPU, PROVIDER, lock_for, synthetic_gpu
+from tests.test_build import HELLO, build
 
 HEURISTIC = "cudnn_heuristic64_9.dll"
 BUILTINS = "nvrtc-builtins64_124.dll"
@@ -287,3 +288,22 @@ def test_explain_in_installer_mode_says_vc_redist_provides(tmp_path: Path) -> No
     assert "MSVCP140.dll" in redist and "VCRUNTIME140_1.dll" in redist
     windows = [line for line in lines if "Windows provides" in line]
     assert all("VCRUNTIME140" not in line for line in windows)
+
+
+@pytest.mark.realdata
+def test_bundle_build_into_the_folder_restores_the_list(gpu_cache: Path, tmp_path: Path) -> None:
+    """What the README promises: the restore list, then `bundle build` into the same folder,
+    and the audit is clean again."""
+    out = tmp_path / "dist"
+    args = (str(HELLO), "--out", str(out), "--cache-dir", str(gpu_cache), "--link")
+    assert build(*args).returncode == 0
+    for name in (PROVIDER, HEURISTIC, BUILTINS):
+        (out / name).unlink()
+    data = json.loads(run_bundle("audit", str(out), "--json").stdout)
+    assert {item["name"] for item in data["restore"]} == {PROVIDER, HEURISTIC, BUILTINS}
+    assert all(item["origin"] and item["sha256"] for item in data["restore"])
+    rebuilt = build(*args)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    result = run_bundle("audit", str(out))
+    assert result.returncode == 0, result.stdout
+    assert "RESTORE" not in result.stdout

@@ -22,6 +22,7 @@ from bundler.profiles import load_profile
 from bundler.scan import Confidence, Kind, Pool, dll_strings, pattern_regex, scan
 from bundler.system import load_system_policy
 from tests.conftest import RealDlls, fetch, pip_env, require, run_bundle
+from tests.pefactory import PESpec, write_pe
 from tests.test_audit import CPU, DIRECTML, GPU
 from tests.test_build import HELLO, build
 
@@ -63,6 +64,28 @@ def pool_with(folder: Path, *names: str) -> Pool:
     for name in names:
         (folder / name).write_bytes(b"MZ")
     return Pool.of([folder])
+
+
+def test_a_name_imported_under_another_version_is_a_fallback(tmp_path: Path) -> None:
+    """Imports outrank strings: ORT 1.31.1's CUDA provider imports cublas64_13.dll and names
+    cublas64_12.dll as text (FIELD_NOTES §6). With both in the pool, the _12 string is a
+    fallback, not a runtime load; a name of a family it does not import stays a load."""
+    provider = write_pe(tmp_path / "provider.dll", PESpec(imports=("cublas64_13.dll",)))
+    with provider.open("ab") as handle:  # strings after the image, as in a real binary's data
+        handle.write(b"\0cublas64_12.dll\0cudart64_12.dll\0cublas64_13.dll\0")
+    (tmp_path / "pool").mkdir()
+    pool = pool_with(tmp_path / "pool", "cublas64_12.dll", "cublas64_13.dll", "cudart64_12.dll")
+    kinds = {c.name: c.kind for c in scan(provider, pool, load_system_policy()).candidates}
+    assert kinds == {
+        "cublas64_12.dll": Kind.FALLBACK,
+        "cublas64_13.dll": Kind.IMPORTED,
+        "cudart64_12.dll": Kind.RUNTIME,
+    }
+    result = run_bundle("scan", str(provider), "--pool", str(tmp_path / "pool"))
+    assert result.returncode == 0, result.stderr
+    assert any(
+        line.split()[:2] == ["fallback", "cublas64_12.dll"] for line in result.stdout.splitlines()
+    )
 
 
 def test_strings_ascii_wide_cut_at_non_name_bytes() -> None:
