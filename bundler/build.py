@@ -31,6 +31,7 @@ from bundler.deploy import (
     same_file,
 )
 from bundler.errors import ConfigError, LockMismatchError, MissingDependenciesError
+from bundler.fit import require_fit
 from bundler.lock import LOCK_NAME, Lock, LockedFile, differences, read_lock, write_lock
 from bundler.plan import EdgeKind, Plan, PlanFile, Status
 from bundler.profiles import Artifact, Profile, load_profile
@@ -123,6 +124,7 @@ def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
         [app], profile, load_system_policy(), search, app_folders_first=False, unreadable="error"
     )
     plan = apply_vc_runtime_policy(attach_provenance(plan, acquired), mode)
+    require_fit(plan, profile)  # a pin of another version than the DLLs import: exit 21
     require_complete(plan)
     if profile.signatures == "verify":
         from bundler.signatures import verify_vendor_signatures

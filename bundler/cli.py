@@ -688,8 +688,10 @@ def profiles_check(
     from bundler.acquire import AcquireOptions, acquire_profile, dll_search_path
     from bundler.cache import Cache, default_cache_dir
     from bundler.drift import check_profile
+    from bundler.fit import require_resolved
     from bundler.profiles import load_profile
     from bundler.progress import progress_for
+    from bundler.resolve import resolve
     from bundler.scan import profile_binaries, scan_all
     from bundler.system import load_system_policy
 
@@ -700,8 +702,11 @@ def profiles_check(
     cache = Cache(cache_dir or default_cache_dir())
     acquired = acquire_profile(profile, cache, options, progress_for)
     provides = [entry for artifact in profile.artifacts for entry in artifact.provides]
-    files = profile_binaries(provides, dll_search_path(acquired))
-    results = scan_all(files, profile.driver_dlls, load_system_policy())
+    folders = dll_search_path(acquired)
+    policy = load_system_policy()
+    require_resolved(resolve([], profile, policy, folders), profile, f"profile {profile.name}")
+    files = profile_binaries(provides, folders)
+    results = scan_all(files, profile.driver_dlls, policy)
     report = check_profile(profile, results, profile.scan_exceptions)
     typer.echo(views.drift_json(report) if as_json else views.drift_table(report))
     if report.failures:
@@ -716,7 +721,11 @@ def profiles_new(
     ],
     components: Annotated[
         str | None,
-        typer.Option("--components", help="The flavour's component set (default: its own)."),
+        typer.Option(
+            "--components",
+            help="The flavour's component set (default: the first that fits the wheel's CUDA "
+            "build, preferring the flavour's default).",
+        ),
     ] = None,
     out: Annotated[
         Path | None, typer.Option("--out", help="Write the profile here (default: stdout).")
@@ -744,11 +753,10 @@ def profiles_new(
     request = NewProfile(
         ort=ort,
         flavour=chosen,
-        components=chosen.components(components),
+        components=components,
         index_url=index_url or default_index_url(),
         policy=DownloadPolicy(allow_http=allow_http),
-        command=f"bundle profiles new --ort {ort} --flavour {chosen.name} "
-        f"--components {chosen.components(components).name}",
+        command=f"bundle profiles new --ort {ort} --flavour {chosen.name}",
     )
     options = AcquireOptions(mode="pip", policy=request.policy)
     cache = Cache(cache_dir or default_cache_dir())

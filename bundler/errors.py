@@ -33,6 +33,7 @@ class ExitCode(IntEnum):
     AUDIT_WARNINGS = 18  # bundle audit --strict: warnings, and no errors
     NO_LOADER = 19  # bundle audit --run: no Windows loader here (neither Windows nor Wine)
     BUSY = 20  # another bundle process held a lock longer than $BUNDLE_LOCK_TIMEOUT
+    BUILD_MISMATCH = 21  # a profile or flavour does not fit the ORT build (CUDA major, imports)
 
 
 class BundleError(Exception):
@@ -52,6 +53,13 @@ class InputFileError(BundleError):
     """An input file is missing, unreadable or not a valid PE image."""
 
     exit_code = ExitCode.INPUT
+
+
+class BuildMismatchError(BundleError):
+    """A flavour or profile does not fit the ORT build it is for: another CUDA major than the
+    build's version_info says, or pinned DLLs under other names than the DLLs import."""
+
+    exit_code = ExitCode.BUILD_MISMATCH
 
 
 class MachineMismatchError(BundleError):

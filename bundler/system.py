@@ -39,6 +39,19 @@ class SystemPolicy:
             return True
         return any(key in group.names for group in self.groups if group.since <= min_windows)
 
+    def since(self, name: str) -> tuple[int, ...] | None:
+        """The first Windows version whose every install has `name` (None: not a system DLL,
+        or a KnownDLL, which every supported Windows has)."""
+        key = dll_key(name)
+        if key in self.known_dlls:
+            return None
+        found = [group.since for group in self.groups if key in group.names]
+        return min(found) if found else None
+
+    def source(self, name: str) -> str | None:
+        key = dll_key(name)
+        return next((group.source for group in self.groups if key in group.names), None)
+
     def ignores_app_local(self, name: str) -> bool:
         """A copy of `name` in the app folder is never what Windows 10+ loads: an API-set
         name, a KnownDLL, or an OS component like the UCRT."""

@@ -21,12 +21,14 @@ from pathlib import Path
 
 from bundler.acquire import Acquired, AcquireOptions, ProgressFactory, acquire_profile
 from bundler.cache import Cache
-from bundler.derive.facts import Facts, derive_facts, recorded_file
-from bundler.derive.flavours import ComponentSet, Flavour, Package
+from bundler.derive.build_info import check_cuda_major, read_build_info
+from bundler.derive.facts import Facts, derive_facts, recorded_file, required_windows
+from bundler.derive.flavours import Flavour, Package
 from bundler.derive.index import WheelPin, find_wheel
-from bundler.derive.render import DerivedArtifact, render_profile
+from bundler.derive.render import DerivedArtifact, Rendering, render_profile
 from bundler.download import DownloadPolicy
 from bundler.errors import IntegrityError, ProfileError, VcRuntimeError
+from bundler.fit import require_resolved
 from bundler.pe import PEInfo, read_pe
 from bundler.profiles import (
     Artifact,
@@ -36,8 +38,9 @@ from bundler.profiles import (
     dll_key,
     load_profile_file,
 )
+from bundler.resolve import resolve
 from bundler.scan import scan_all
-from bundler.system import load_system_policy
+from bundler.system import SystemPolicy, load_system_policy
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,7 @@ class NewProfile:
 
     ort: str
     flavour: Flavour
-    components: ComponentSet
+    components: str | None  # a component set's name; None: chosen for the build
     index_url: str
     policy: DownloadPolicy = field(default_factory=DownloadPolicy)
     command: str = "bundle profiles new"
@@ -63,24 +66,24 @@ class Derived:
 def derive_profile(
     request: NewProfile, cache: Cache, options: AcquireOptions, progress: ProgressFactory
 ) -> Derived:
+    """The ORT wheel first: what it says about its own build decides whether the flavour fits
+    and which component set to pin, before any component is downloaded."""
     flavour = request.flavour
-    packages = _packages(request)
-    pins = [
-        find_wheel(
-            package.package,
-            package.version,
-            flavour.python,
-            flavour.architecture,
-            request.index_url,
-            request.policy,
-        )
-        for package in packages
-    ]
+    front = _front(request)
+    ort_pin = _pin(request, front)
+    first = acquire_profile(_provisional(request, [front], [ort_pin]), cache, options, progress)
+    build = read_build_info(cache.blob(_sha256(first[0])), ort_pin.wheel)
+    cuda_major = flavour.gpu_driver.cuda_major if flavour.gpu_driver else None
+    check_cuda_major(build, flavour.name, cuda_major)
+    components, chosen = flavour.choose_components(build, request.components)
+    packages = [front, *components.packages]
+    pins = [ort_pin, *(_pin(request, package) for package in components.packages)]
     acquired = acquire_profile(_provisional(request, packages, pins), cache, options, progress)
     _check_sizes(pins, acquired)
     files, owners, members = _release_dlls(acquired)
     infos = {key: read_pe(path) for key, path in files.items()}
-    scans = scan_all(files, flavour.driver_dlls, load_system_policy())
+    policy = load_system_policy()
+    scans = scan_all(files, flavour.driver_dlls, policy)
     facts = derive_facts(
         flavour.ort.front,
         flavour.execution_providers,
@@ -92,6 +95,7 @@ def derive_profile(
         scans,
     )
     _check_vc_runtime(facts, packages, infos)
+    windows = required_windows(facts, infos, policy, _windows(flavour))
     artifacts = [
         DerivedArtifact(
             name=package.artifact,
@@ -110,22 +114,59 @@ def derive_profile(
     ]
     name = flavour.profile_name.format(ort=request.ort)
     text = render_profile(
-        request.command,
-        name,
-        request.ort,
-        flavour,
-        request.components,
-        request.index_url,
+        Rendering(
+            command=f"{request.command} --components {components.name}",
+            name=name,
+            ort=request.ort,
+            flavour=flavour,
+            components=components,
+            index_url=request.index_url,
+            build=build,
+            chosen=chosen,
+            windows=windows,
+        ),
         facts,
         artifacts,
-        _recorded(facts, infos),
+        _recorded(facts, infos, policy),
     )
-    return Derived(name, text, facts, _validated(text, name))
+    profile = _validated(text, name)
+    folders = [folder for item in acquired for folder in item.dll_folders]
+    plan = resolve([], profile, policy, folders)
+    require_resolved(plan, profile, f"the derived profile {name}")
+    return Derived(name, text, facts, profile)
 
 
-def _recorded(facts: Facts, infos: dict[str, PEInfo]) -> list[RecordedFile]:
+def _front(request: NewProfile) -> Package:
+    ort = request.flavour.ort
+    return Package(
+        artifact=ort.artifact,
+        package=ort.package,
+        version=request.ort,
+        supplier=ort.supplier,
+        license=ort.license,
+        licenses=ort.licenses,
+    )
+
+
+def _pin(request: NewProfile, package: Package) -> WheelPin:
+    flavour = request.flavour
+    return find_wheel(
+        package.package,
+        package.version,
+        flavour.python,
+        flavour.architecture,
+        request.index_url,
+        request.policy,
+    )
+
+
+def _sha256(item: Acquired) -> str:
+    assert item.sha256 is not None  # a pip source is always pinned
+    return item.sha256
+
+
+def _recorded(facts: Facts, infos: dict[str, PEInfo], policy: SystemPolicy) -> list[RecordedFile]:
     """The closure's DLLs with their import tables, in the order the closure found them."""
-    policy = load_system_policy()
     return [
         recorded_file(infos[dll_key(name)], facts.owners[dll_key(name)], policy)
         for name in facts.closure
@@ -139,20 +180,6 @@ def _validated(text: str, name: str) -> Profile:
         path = Path(folder) / f"{name}.toml"
         path.write_text(text, encoding="utf-8")
         return load_profile_file(path)
-
-
-def _packages(request: NewProfile) -> list[Package]:
-    """The ORT package at the requested version, then the component set's packages."""
-    ort = request.flavour.ort
-    front = Package(
-        artifact=ort.artifact,
-        package=ort.package,
-        version=request.ort,
-        supplier=ort.supplier,
-        license=ort.license,
-        licenses=ort.licenses,
-    )
-    return [front, *request.components.packages]
 
 
 def _provisional(

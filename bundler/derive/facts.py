@@ -187,3 +187,40 @@ def recorded_file(info: PEInfo, artifact: str, policy: SystemPolicy) -> Recorded
     return RecordedFile(
         info.name, artifact, info.size, names(info.imports), names(info.delay_imports)
     )
+
+
+@dataclass(frozen=True)
+class Windows:
+    """The derived profile's minimum Windows: the flavour's, raised to the first Windows
+    version that has every system DLL the closure imports (system.toml's `since`)."""
+
+    version: tuple[int, ...]
+    why: str  # "" when the flavour's minimum stands
+
+    @property
+    def text(self) -> str:
+        return ".".join(map(str, self.version))
+
+
+def required_windows(
+    facts: Facts, infos: Mapping[str, PEInfo], policy: SystemPolicy, floor: tuple[int, ...]
+) -> Windows:
+    """Every system DLL the closure imports must exist on the oldest Windows the profile
+    allows: a static import of dxcore.dll (ORT 1.22.0) makes the app fail to start on a
+    Windows 10 older than 2004, so the minimum becomes 10.0.19041."""
+    raised: dict[str, tuple[int, ...]] = {}
+    for name in facts.closure:
+        info = infos[dll_key(name)]
+        for imported in (*info.imports, *info.delay_imports):
+            since = policy.since(imported)
+            if since is not None and since > floor:
+                raised.setdefault(f"{info.name} imports {imported}", since)
+    if not raised:
+        return Windows(floor, "")
+    version = max(raised.values())
+    reasons = [
+        f"{what} ({'.'.join(map(str, since))}+, manifests/windows/system.toml)"
+        for what, since in raised.items()
+        if since == version
+    ]
+    return Windows(version, "raised from the flavour's minimum: " + "; ".join(reasons))

@@ -12,13 +12,17 @@ Read/decide layer: the loader validates into frozen dataclasses; raw dicts never
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from bundler import resources
-from bundler.errors import ProfileError
+from bundler.derive.build_info import BuildInfo
+from bundler.errors import BuildMismatchError, ProfileError
 from bundler.manifest import Table, load_toml
 from bundler.profiles import ARCHITECTURES, VC_RUNTIME_MODES, GpuDriver
+
+_CU_SUFFIX = re.compile(r"-cu(\d+)$")
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,19 @@ class ComponentSet:
     summary: str  # e.g. "CUDA 12.4 + cuDNN 9.1", used in the profile's description
     source: str  # where the versions come from
     packages: tuple[Package, ...]
+    cuda: str = ""  # the CUDA release the set belongs to ("12.4.1"); "" for no CUDA
+
+    @property
+    def cuda_minor(self) -> tuple[int, int] | None:
+        parts = self.cuda.split(".")
+        if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+            return int(parts[0]), int(parts[1])
+        return None
+
+    def cuda_suffix_majors(self) -> set[int]:
+        """The CUDA majors named by `-cuNN` package names (nvidia-cudnn-cu13: 13)."""
+        found = (_CU_SUFFIX.search(package.package) for package in self.packages)
+        return {int(match[1]) for match in found if match}
 
 
 @dataclass(frozen=True)
@@ -84,6 +101,40 @@ class Flavour:
     default_components: str
     gpu_driver: GpuDriver | None
     path: Path
+
+    def choose_components(self, build: BuildInfo, name: str | None) -> tuple[ComponentSet, str]:
+        """The component set for `build` and why: `name` when given (it must fit), else the
+        default when it fits, else the first set that does. A set fits a CUDA build when its
+        CUDA release has the build's major and the same or a newer minor, and every `-cuNN`
+        package (cuDNN) is for that major."""
+        wanted = build.cuda_minor
+        if wanted is None:
+            chosen = self.components(name)
+            return chosen, f"component set {chosen.name} ({chosen.source})"
+        if name is not None:
+            chosen = self.components(name)
+            problem = _misfit(chosen, wanted)
+            if problem:
+                raise BuildMismatchError(
+                    f"component set {chosen.name} of flavour {self.name} does not fit "
+                    f"{build.wheel} (CUDA {build.cuda_version}): {problem}."
+                )
+        else:
+            ordered = sorted(self.component_sets, key=lambda s: s.name != self.default_components)
+            fitting = [item for item in ordered if not _misfit(item, wanted)]
+            if not fitting:
+                raise BuildMismatchError(
+                    f"flavour {self.name} has no component set for {build.wheel}, built with "
+                    f"CUDA {build.cuda_version} ({build.source()}): add one with CUDA "
+                    f"{wanted[0]}.{wanted[1]} or a newer {wanted[0]}.x to {self.path.name}."
+                )
+            chosen = fitting[0]
+        why = (
+            f"component set {chosen.name} (CUDA {chosen.cuda}: same major as the build's CUDA "
+            f"{build.cuda_version}, minor the same or newer; from {build.source()}); "
+            f"{chosen.source}"
+        )
+        return chosen, why
 
     def components(self, name: str | None) -> ComponentSet:
         wanted = name or self.default_components
@@ -161,12 +212,28 @@ def _ort(table: Table) -> OrtPackage:
     return ort
 
 
+def _misfit(components: ComponentSet, build: tuple[int, int]) -> str | None:
+    """Why a component set does not fit a CUDA build (major, minor), or None."""
+    have = components.cuda_minor
+    if have is None:
+        return "it names no CUDA release (key 'cuda')"
+    if have[0] != build[0]:
+        return f"it is CUDA {components.cuda}, another major"
+    if have < build:
+        return f"its CUDA {components.cuda} is older than the build's {build[0]}.{build[1]}"
+    others = components.cuda_suffix_majors() - {build[0]}
+    if others:
+        return f"a package is for CUDA {', '.join(map(str, sorted(others)))} (-cuNN)"
+    return None
+
+
 def _components(table: Table) -> ComponentSet:
     components = ComponentSet(
         name=table.string("name"),
         summary=table.string("summary"),
         source=table.string("source"),
         packages=tuple(_package(item) for item in table.tables("packages")),
+        cuda=table.string("cuda", ""),
     )
     table.done()
     return components

@@ -11,7 +11,8 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from bundler.derive.facts import Facts, Load, as_pattern
+from bundler.derive.build_info import BuildInfo
+from bundler.derive.facts import Facts, Load, Windows, as_pattern
 from bundler.derive.flavours import ComponentSet, Flavour, LocalInstall
 from bundler.derive.index import WheelPin
 from bundler.profiles import RecordedFile, dll_key
@@ -36,25 +37,35 @@ def q(value: str) -> str:
     return json.dumps(value)
 
 
+@dataclass(frozen=True)
+class Rendering:
+    """What the derivation chose, and from what, for the profile's header and top keys."""
+
+    command: str
+    name: str
+    ort: str
+    flavour: Flavour
+    components: ComponentSet
+    index_url: str
+    build: BuildInfo
+    chosen: str  # which component set, and why
+    windows: Windows  # the minimum Windows and the DLLs that raise it
+
+
 def render_profile(
-    command: str,
-    name: str,
-    ort: str,
-    flavour: Flavour,
-    components: ComponentSet,
-    index_url: str,
+    how: Rendering,
     facts: Facts,
     artifacts: Sequence[DerivedArtifact],
     files: Sequence[RecordedFile] = (),
 ) -> str:
     out: list[str] = []
-    out += _header(command, flavour, components, index_url)
-    out += _top(name, ort, flavour, components, facts)
-    out += _rules(facts, flavour)
+    out += _header(how)
+    out += _top(how, facts)
+    out += _rules(facts, how.flavour)
     for artifact in artifacts:
-        out += _artifact(artifact, facts, flavour)
+        out += _artifact(artifact, facts, how.flavour)
     if files:
-        out += recorded_files_toml(files, f"Measured by `{command}` on the pinned wheels")
+        out += recorded_files_toml(files, f"Measured by `{how.command}` on the pinned wheels")
     return "\n".join(out) + "\n"
 
 
@@ -80,12 +91,19 @@ def recorded_files_toml(files: Sequence[RecordedFile], how: str) -> list[str]:
     return out
 
 
-def _header(command: str, flavour: Flavour, components: ComponentSet, index: str) -> list[str]:
+def _header(how: Rendering) -> list[str]:
+    build = how.build
+    stated = (
+        f"CUDA {build.cuda_version}, cuDNN {build.cudnn_version or '?'}"
+        if build.cuda_version
+        else "no CUDA"
+    )
     return [
-        f"# Derived by `{command}`: review every fact before use.",
-        f"# Chosen, not measured: flavour {flavour.name} ({flavour.path.name}), component set",
-        f"# {components.name} ({components.source}).",
-        f"# Pins: the package index {index} (PEP 691), each wheel downloaded and verified.",
+        f"# Derived by `{how.command}`: review every fact before use.",
+        f"# The build: {build.source()} states {stated}.",
+        f"# Chosen, not measured: flavour {how.flavour.name} ({how.flavour.path.name}); "
+        f"{how.chosen}.",
+        f"# Pins: the package index {how.index_url} (PEP 691), each wheel downloaded and verified.",
         "# Roots, rules and provided DLLs: `bundle scan` and the import tables of the DLLs.",
         "# Not derived: url sources (the release zip, NVIDIA's redistributable archives) and",
         "# [[scan_exceptions]]; add them by hand with their own provenance.",
@@ -93,15 +111,14 @@ def _header(command: str, flavour: Flavour, components: ComponentSet, index: str
     ]
 
 
-def _top(
-    name: str, ort: str, flavour: Flavour, components: ComponentSet, facts: Facts
-) -> list[str]:
-    description = flavour.description.format(ort=ort, components=components.summary)
+def _top(how: Rendering, facts: Facts) -> list[str]:
+    flavour = how.flavour
+    description = flavour.description.format(ort=how.ort, components=how.components.summary)
     out = [
-        f"name = {q(name)}",
+        f"name = {q(how.name)}",
         f"description = {q(description)}",
         f"architecture = {q(flavour.architecture)}  # flavour {flavour.name}",
-        f"min_windows = {q(flavour.min_windows)}  # flavour: {flavour.min_windows_why}",
+        f"min_windows = {q(how.windows.text)}  # {how.windows.why or flavour.min_windows_why}",
         f"vc_runtime = {q(flavour.vc_runtime)}  # flavour {flavour.name}",
         "",
         "# Always shipped: the front DLL and the providers it loads by full path (no import table",
