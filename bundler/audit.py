@@ -779,6 +779,9 @@ def file_added(audited: Audited) -> Iterator[Finding]:
         return
     listed = {entry.name for entry in audited.lock.files} | {audited.lock.app or ""}
     for name in filter(is_pe_name, audited.folder.names):
+        info = audited.folder.pe.get(name)
+        if info is not None and info.managed and info.is_dll:
+            continue  # the app's own .NET assemblies: bundle never places them
         if name not in listed:
             yield finding("BA403", (name,), f"{name} is not in the lock file")
 

@@ -21,6 +21,7 @@ inflates the same deflate streams about twice as fast as zlib.
 
 from __future__ import annotations
 
+import calendar
 import collections
 import json
 import lzma
@@ -626,6 +627,18 @@ def _inflate_member(
     if crc != info.CRC:
         raise _corrupt(archive, member.name, "CRC-32 mismatch")
     os.chmod(written_path, FILE_MODE)
+    _keep_member_time(written_path, info)
+
+
+def _keep_member_time(path: Path, info: zipfile.ZipInfo) -> None:
+    """The member's time from the archive (read as UTC, whatever the zone here), so that two
+    extractions of one archive give the same times, and the lock file that records them is
+    the same on every machine. A member without a valid time keeps the extraction time."""
+    try:
+        stamp = calendar.timegm((*info.date_time, 0, 0, 0))
+        os.utime(path, (stamp, stamp))
+    except (ValueError, OverflowError, OSError):
+        pass
 
 
 def _check_supported(archive: Path, member: _Member, info: zipfile.ZipInfo) -> None:

@@ -241,8 +241,16 @@ def reference_files(lock: dict[str, object]) -> list[dict[str, str]]:
 
 def comparable(lock: dict[str, object]) -> dict[str, object]:
     """The lock without what legitimately differs between two runs: where the bytes were
-    served from this time (the mirror, or the cache), and so the digest over it."""
-    files = [{k: v for k, v in item.items() if k != "origin"} for item in reference_files(lock)]
+    served from this time (the mirror, or the cache), the time of the app each run writes
+    itself, and so the digest over them. (The extracted DLLs keep their archive times.)"""
+    files = [
+        {
+            k: v
+            for k, v in item.items()
+            if k != "origin" and (k, item["kind"]) != ("mtime_ns", "app")
+        }
+        for item in reference_files(lock)
+    ]
     return {k: v for k, v in lock.items() if k not in ("digest", "files")} | {"files": files}
 
 

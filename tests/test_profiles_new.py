@@ -136,7 +136,7 @@ def test_wheel_tags(name: str, package: str, version: str, rank: int | None) -> 
 
 
 def test_every_shipped_flavour_loads_and_picks_its_default_components() -> None:
-    assert set(available_flavours()) == {"gpu-cuda12", "cpu", "directml"}
+    assert {"gpu-cuda12", "cpu", "directml"} <= set(available_flavours())
     gpu = load_flavour("gpu-cuda12")
     assert gpu.ort.package == "onnxruntime-gpu"
     assert {p.package: p.version for p in gpu.components(None).packages} == {

@@ -108,6 +108,7 @@ def derive_profile(
             local=package.local,
             vc_runtime=package.vc_runtime,
             why=package.why,
+            signed=_signed(package.artifact, facts, infos),
         )
         for package, pin in zip(packages, pins, strict=True)
         if package.artifact in facts.owners.values()
@@ -134,6 +135,12 @@ def derive_profile(
     plan = resolve([], profile, policy, folders)
     require_resolved(plan, profile, f"the derived profile {name}")
     return Derived(name, text, facts, profile)
+
+
+def _signed(artifact: str, facts: Facts, infos: dict[str, PEInfo]) -> bool:
+    """Whether every closure DLL the artifact provides carries a certificate table."""
+    keys = [dll_key(name) for name in facts.closure if facts.owners[dll_key(name)] == artifact]
+    return bool(keys) and all(infos[key].signed for key in keys)
 
 
 def _front(request: NewProfile) -> Package:

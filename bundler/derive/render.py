@@ -30,6 +30,7 @@ class DerivedArtifact:
     local: tuple[LocalInstall, ...]
     vc_runtime: bool
     why: str
+    signed: bool = False  # every DLL it provides carries an Authenticode certificate table
 
 
 def q(value: str) -> str:
@@ -105,8 +106,9 @@ def _header(how: Rendering) -> list[str]:
         f"{how.chosen}.",
         f"# Pins: the package index {how.index_url} (PEP 691), each wheel downloaded and verified.",
         "# Roots, rules and provided DLLs: `bundle scan` and the import tables of the DLLs.",
-        "# Not derived: url sources (the release zip, NVIDIA's redistributable archives) and",
-        "# [[scan_exceptions]]; add them by hand with their own provenance.",
+        "# No url sources: the release zip's and NVIDIA's archives' SHA-256 could not be pinned",
+        "# from where this was derived (not reachable); the pinned wheels carry the same release.",
+        "# Not derived either: [[scan_exceptions]]; add them by hand with their own provenance.",
         "schema_version = 1",
     ]
 
@@ -198,6 +200,14 @@ def _artifact(artifact: DerivedArtifact, facts: Facts, flavour: Flavour) -> list
         f"version = {q(artifact.version)}  # {artifact.why or 'the ORT release asked for'}",
         f"supplier = {q(artifact.supplier)}  # flavour {flavour.name}",
         f"license = {q(artifact.license)}  # flavour {flavour.name}",
+        *(
+            [
+                "signed = true  # every DLL it provides carries an Authenticode signature in "
+                "the pinned wheel (measured; bundle audit --signatures verifies it)"
+            ]
+            if artifact.signed
+            else []
+        ),
         "provides = [",
     ]
     written: set[str] = set()
