@@ -68,7 +68,12 @@ def _options(
 
 
 ProfileOption = Annotated[
-    str, typer.Option("--profile", "-p", help="Target profile name, or a profile .toml file.")
+    str,
+    typer.Option(
+        "--profile",
+        "-p",
+        help="Target profile: a name, a profile .toml file, or an ORT release (its GPU profile).",
+    ),
 ]
 SearchOption = Annotated[
     list[Path] | None,
@@ -369,7 +374,14 @@ def build(
         typer.Argument(metavar="[EXE]", help="The app's .exe (default: from bundle.toml)."),
     ] = None,
     profile: Annotated[
-        str | None, typer.Option("--profile", "-p", help="Target profile (name or .toml).")
+        str | None,
+        typer.Option(
+            "--profile", "-p", help="Target profile: a name, a .toml file, or an ORT release."
+        ),
+    ] = None,
+    ort: Annotated[
+        str | None,
+        typer.Option("--ort", help="An ORT release, e.g. 1.31.1: its shipped GPU profile."),
     ] = None,
     out: Annotated[
         Path | None, typer.Option("--out", help="Output folder (default: the exe's folder).")
@@ -442,7 +454,7 @@ def build(
         raise ConfigError("no EXE given and no bundle.toml with [build] exe in this folder.")
     options = BuildOptions(
         exe=chosen_exe,
-        profile=profile or settings.profile or DEFAULT_PROFILE,
+        profile=profile or ort or settings.profile or DEFAULT_PROFILE,
         cache_dir=cache_dir or default_cache_dir(),
         out=out or settings.out,
         search=tuple(search or ()) + settings.search,
@@ -653,13 +665,18 @@ def cache_clean(
 
 
 @profiles_app.callback(invoke_without_command=True)
-def profiles_list(ctx: typer.Context) -> None:
-    """List the shipped target profiles."""
-    from bundler.profiles import available_profiles, load_profile
+def profiles_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
+    """List the shipped target profiles: release, flavour, CUDA and cuDNN, size."""
+    from bundler.derive.catalogue import entry
+    from bundler.profiles import available_profiles, load_profile_file
 
     if ctx.invoked_subcommand is None:
-        profiles = [load_profile(name) for name in available_profiles()]
-        typer.echo(views.profile_table(profiles))
+        entries = [
+            entry(load_profile_file(path), path.read_text(encoding="utf-8"))
+            for path in available_profiles().values()
+        ]
+        shown = views.profile_list_json if as_json else views.profile_table
+        typer.echo(shown(entries, DEFAULT_PROFILE))
 
 
 @profiles_app.command("show")
@@ -713,12 +730,37 @@ def profiles_check(
         raise typer.Exit(ExitCode.PROFILE)
 
 
+@profiles_app.command("outdated")
+def profiles_outdated(
+    index_url: Annotated[
+        str | None,
+        typer.Option(
+            "--index-url", help="PEP 691 package index (default: $PIP_INDEX_URL or PyPI)."
+        ),
+    ] = None,
+    allow_http: AllowHttpOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Ask the package index which ORT and CUDA/cuDNN releases the shipped profiles miss."""
+    from bundler.derive.index import default_index_url
+    from bundler.derive.outdated import outdated
+    from bundler.download import DownloadPolicy
+
+    report = outdated(index_url or default_index_url(), DownloadPolicy(allow_http=allow_http))
+    typer.echo(views.outdated_json(report) if as_json else views.outdated_text(report))
+
+
 @profiles_app.command("new")
 def profiles_new(
-    ort: Annotated[str, typer.Option("--ort", help="The ORT release, e.g. 1.20.2.")],
+    ort: Annotated[str, typer.Option("--ort", help="The ORT release, e.g. 1.31.1, or latest.")],
     flavour: Annotated[
-        str, typer.Option("--flavour", help="gpu-cuda12, cpu, directml, or a flavour .toml.")
-    ],
+        str,
+        typer.Option(
+            "--flavour",
+            help="gpu (the GPU flavour of the CUDA major the wheel states), gpu-cuda12, "
+            "gpu-cuda13, cpu, directml, or a flavour .toml.",
+        ),
+    ] = "gpu",
     components: Annotated[
         str | None,
         typer.Option(
@@ -744,19 +786,25 @@ def profiles_new(
     from bundler.cache import Cache, default_cache_dir
     from bundler.derive import NewProfile, derive_profile
     from bundler.derive.flavours import load_flavour
-    from bundler.derive.index import default_index_url
+    from bundler.derive.index import default_index_url, latest_release
     from bundler.download import DownloadPolicy
     from bundler.progress import progress_for
     from bundler.render import write_text
 
-    chosen = load_flavour(flavour)
+    auto = flavour == "gpu"
+    chosen = load_flavour("gpu-cuda12" if auto else flavour)  # gpu: the package to fetch
+    index = index_url or default_index_url()
+    policy = DownloadPolicy(allow_http=allow_http)
+    if ort == "latest":
+        ort = latest_release(chosen, index, policy)
     request = NewProfile(
         ort=ort,
         flavour=chosen,
         components=components,
-        index_url=index_url or default_index_url(),
-        policy=DownloadPolicy(allow_http=allow_http),
-        command=f"bundle profiles new --ort {ort} --flavour {chosen.name}",
+        index_url=index,
+        policy=policy,
+        command=f"bundle profiles new --ort {ort} --flavour {'' if auto else chosen.name}",
+        cuda_from_build=auto,
     )
     options = AcquireOptions(mode="pip", policy=request.policy)
     cache = Cache(cache_dir or default_cache_dir())

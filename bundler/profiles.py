@@ -189,11 +189,14 @@ def available_profiles() -> dict[str, Path]:
 
 
 def load_profile(name_or_path: str) -> Profile:
-    """Load a shipped profile by name, or a profile file by path (a custom profile)."""
+    """Load a shipped profile by name, or a profile file by path (a custom profile), or an ORT
+    release ("1.31.1"): that release's shipped GPU profile."""
     candidate = Path(name_or_path)
     if candidate.suffix == ".toml" and candidate.is_file():
         return load_profile_file(candidate)
     known = available_profiles()
+    if _RELEASE.fullmatch(name_or_path):
+        return load_profile_file(known[release_profile(name_or_path, known)])
     if name_or_path not in known:
         names = ", ".join(known) or "(none)"
         raise ProfileError(
@@ -201,6 +204,26 @@ def load_profile(name_or_path: str) -> Profile:
             "(or give the path of a profile .toml file)."
         )
     return load_profile_file(known[name_or_path])
+
+
+_RELEASE = re.compile(r"\d+\.\d+\.\d+")
+
+
+def release_profile(release: str, known: dict[str, Path]) -> str:
+    """The GPU profile of an ORT release (ort-1.31.1-gpu-cuda13), the one a user of
+    onnxruntime-gpu means by the release."""
+    gpu = re.compile(rf"ort-{re.escape(release)}-gpu-cuda\d+")
+    found = [name for name in known if gpu.fullmatch(name)]
+    if len(found) == 1:
+        return found[0]
+    releases = sorted(
+        {name.split("-")[1] for name in known if re.fullmatch(r"ort-[\d.]+-gpu-cuda\d+", name)},
+        key=lambda text: tuple(int(part) for part in text.split(".")),
+    )
+    raise ProfileError(
+        f"no shipped GPU profile for ORT {release}; releases with one: {', '.join(releases)}. "
+        f"Derive one with: bundle profiles new --ort {release} --out ort-{release}-gpu.toml"
+    )
 
 
 def load_profile_file(path: Path) -> Profile:

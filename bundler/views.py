@@ -22,6 +22,8 @@ if TYPE_CHECKING:  # type hints only: importing views must not import every comm
     from bundler.audit import AuditReport
     from bundler.build import BuildResult
     from bundler.cache import CacheEntry
+    from bundler.derive.catalogue import Entry
+    from bundler.derive.outdated import Outdated
     from bundler.drift import DriftReport
     from bundler.explain import Explanation
     from bundler.msbuild import MsbuildResult
@@ -272,9 +274,54 @@ def _explain_missing(explanation: Explanation, missing: str) -> list[str]:
     return lines
 
 
-def profile_table(profiles: list[Profile]) -> str:
-    width = max((len(p.name) for p in profiles), default=10)
-    return "\n".join(f"{p.name:<{width}}  {p.architecture:<5}  {p.description}" for p in profiles)
+def profile_table(entries: list[Entry], default: str) -> str:
+    """One line a profile, newest release first: release, flavour, CUDA, cuDNN, the size of
+    its DLLs (recorded in [[files]]) and the name to pass to --profile."""
+    rows = [("release", "flavour", "CUDA", "cuDNN", "size", "profile")]
+    for item in sorted(entries, key=_newest_first):
+        flavour = item.name.removeprefix(f"ort-{item.release}-")
+        if item.name == default:
+            flavour += " (default)"
+        size = human_size(item.size) if item.size else "-"
+        rows.append((item.release, flavour, item.cuda or "-", item.cudnn or "-", size, item.name))
+    widths = [max(len(row[column]) for row in rows) for column in range(5)]
+    return "\n".join(
+        "  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[5]])
+        for row in rows
+    )
+
+
+def _newest_first(item: Entry) -> tuple[tuple[int, ...], str]:
+    parts = tuple(-int(part) for part in item.release.split(".") if part.isdigit())
+    return parts, item.name
+
+
+def outdated_text(report: Outdated) -> str:
+    lines = [f"Releases on {report.index_url} against the shipped profiles:"]
+    for package, releases in report.checked.items():
+        lines.append(f"  {package}: {', '.join(releases) or 'none'}")
+    if report.current:
+        return "\n".join([*lines, "the catalogue is current"])
+    if report.missing:
+        lines += ["", f"MISSING PROFILES ({len(report.missing)}):"]
+        lines += [f"  {m.package} {m.release}: {m.command}" for m in report.missing]
+    if report.components:
+        lines += ["", f"NEWER COMPONENT RELEASES ({len(report.components)}):"]
+        lines += [
+            f"  {c.package} {c.newest} (flavour {c.flavour} pins {c.pinned} at most): add a "
+            "component set"
+            for c in report.components
+        ]
+    return "\n".join(lines)
+
+
+def outdated_json(report: Outdated) -> str:
+    return json.dumps(report.to_dict(), indent=2)
+
+
+def profile_list_json(entries: list[Entry], default: str) -> str:
+    rows = [{**dataclasses.asdict(item), "default": item.name == default} for item in entries]
+    return json.dumps({"schema_version": 1, "profiles": rows}, indent=2)
 
 
 def profile_json(profile: Profile) -> str:

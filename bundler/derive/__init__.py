@@ -16,18 +16,18 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from bundler.acquire import Acquired, AcquireOptions, ProgressFactory, acquire_profile
 from bundler.cache import Cache
-from bundler.derive.build_info import check_cuda_major, read_build_info
+from bundler.derive.build_info import BuildInfo, check_cuda_major, read_build_info
 from bundler.derive.facts import Facts, derive_facts, recorded_file, required_windows
-from bundler.derive.flavours import Flavour, Package
+from bundler.derive.flavours import Flavour, Package, available_flavours, load_flavour
 from bundler.derive.index import WheelPin, find_wheel
 from bundler.derive.render import DerivedArtifact, Rendering, render_profile
 from bundler.download import DownloadPolicy
-from bundler.errors import IntegrityError, ProfileError, VcRuntimeError
+from bundler.errors import BuildMismatchError, IntegrityError, ProfileError, VcRuntimeError
 from bundler.fit import require_resolved
 from bundler.pe import PEInfo, read_pe
 from bundler.profiles import (
@@ -53,6 +53,8 @@ class NewProfile:
     index_url: str
     policy: DownloadPolicy = field(default_factory=DownloadPolicy)
     command: str = "bundle profiles new"
+    # --flavour gpu: the GPU flavour of the CUDA major the wheel states (gpu-cuda12/13)
+    cuda_from_build: bool = False
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,9 @@ def derive_profile(
     ort_pin = _pin(request, front)
     first = acquire_profile(_provisional(request, [front], [ort_pin]), cache, options, progress)
     build = read_build_info(cache.blob(_sha256(first[0])), ort_pin.wheel)
+    if request.cuda_from_build:
+        flavour = gpu_flavour_for(build)
+        request = replace(request, flavour=flavour, command=f"{request.command}{flavour.name}")
     cuda_major = flavour.gpu_driver.cuda_major if flavour.gpu_driver else None
     check_cuda_major(build, flavour.name, cuda_major)
     components, chosen = flavour.choose_components(build, request.components)
@@ -135,6 +140,17 @@ def derive_profile(
     plan = resolve([], profile, policy, folders)
     require_resolved(plan, profile, f"the derived profile {name}")
     return Derived(name, text, facts, profile)
+
+
+def gpu_flavour_for(build: BuildInfo) -> Flavour:
+    """gpu-cuda<N> for a wheel built with CUDA N."""
+    name = f"gpu-cuda{build.cuda_major}"
+    if build.cuda_major is None or name not in available_flavours():
+        raise BuildMismatchError(
+            f"{build.wheel} states CUDA {build.cuda_version or '(none)'} ({build.source()}): no "
+            f"shipped GPU flavour is for it; give --flavour FILE.toml."
+        )
+    return load_flavour(name)
 
 
 def _signed(artifact: str, facts: Facts, infos: dict[str, PEInfo]) -> bool:

@@ -17,11 +17,14 @@ import os
 import re
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 from bundler.download import DownloadPolicy, check_scheme
 from bundler.errors import FetchError
+
+if TYPE_CHECKING:
+    from bundler.derive.flavours import Flavour
 
 PYPI_SIMPLE = "https://pypi.org/simple/"
 PEP691 = "application/vnd.pypi.simple.v1+json"
@@ -73,6 +76,49 @@ def find_wheel(
         )
     item = min(ranked, key=lambda pair: pair[0])[1]
     return _pin(package, version, item, page)
+
+
+def released_versions(
+    package: str, python: str, architecture: str, index_url: str, policy: DownloadPolicy
+) -> list[str]:
+    """Every final release of `package` (no pre-release, dev or local version) with a wheel
+    for CPython `python` on `architecture` that is not yanked, oldest first."""
+    page = f"{index_url.rstrip('/')}/{normalize(package)}/"
+    platform = PLATFORMS[architecture]
+    found: set[str] = set()
+    for item in _files(_get_json(page, policy), page):
+        name = str(item.get("filename", ""))
+        parts = name.split("-")
+        if len(parts) < 5 or item.get("yanked") or not re.fullmatch(r"\d+(\.\d+)*", parts[1]):
+            continue
+        if wheel_rank(name, package, parts[1], python, platform) is not None:
+            found.add(parts[1])
+    return sorted(found, key=version_key)
+
+
+def latest_release(flavour: Flavour, index_url: str, policy: DownloadPolicy) -> str:
+    """`--ort latest`: the newest final release of the flavour's ORT package."""
+    versions = released_versions(
+        flavour.ort.package, flavour.python, flavour.architecture, index_url, policy
+    )
+    if not versions:
+        page = f"{index_url.rstrip('/')}/{normalize(flavour.ort.package)}/"
+        raise FetchError(f"{page}: no release of {flavour.ort.package} has a fitting wheel.")
+    return versions[-1]
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def newest_per_minor(versions: list[str], since: tuple[int, int] = (1, 19)) -> list[str]:
+    """The newest patch of every minor release from `since` on, oldest minor first."""
+    newest: dict[tuple[int, ...], str] = {}
+    for version in sorted(versions, key=version_key):
+        minor = version_key(version)[:2]
+        if minor >= since:
+            newest[minor] = version
+    return [newest[minor] for minor in sorted(newest)]
 
 
 def wheel_rank(name: str, package: str, version: str, python: str, platform: str) -> int | None:

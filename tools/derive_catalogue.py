@@ -1,0 +1,120 @@
+"""Derive the whole profile catalogue again and print how it differs from the shipped one.
+
+For every ORT minor release since 1.19, its newest patch with a Windows wheel, of each package
+(bundler.derive.catalogue.PACKAGES): the GPU profile (the flavour of the CUDA major the wheel's
+version_info.py states), the CPU profile, and the DirectML profile where that package has the
+release. Each is derived with `bundle profiles new`'s code from the package index and compared
+with manifests/profiles/<name>.toml as data (bundler.derive.catalogue.differences). The result
+is one JSON document on stdout: a maintainer's diff, not text.
+
+    python tools/derive_catalogue.py [--write] [--only 1.31.1 ...] [--kind gpu|cpu|directml]
+                                     [--cache DIR] [--index-url URL]
+
+--write replaces the derived profiles that differ and adds the new ones; hand-written profiles
+(no "# Derived by" header, e.g. the 1.19.2 ones) are only compared, never written. Exit 1 when
+anything differs or is missing (without --write), so CI or a cron job can gate on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bundler import resources  # noqa: E402
+from bundler.acquire import AcquireOptions  # noqa: E402
+from bundler.cache import Cache, default_cache_dir  # noqa: E402
+from bundler.derive import NewProfile, derive_profile  # noqa: E402
+from bundler.derive.catalogue import PACKAGES, SINCE, differences, profile_facts  # noqa: E402
+from bundler.derive.flavours import load_flavour  # noqa: E402
+from bundler.derive.index import (  # noqa: E402
+    default_index_url,
+    newest_per_minor,
+    released_versions,
+)
+from bundler.download import DownloadPolicy  # noqa: E402
+from bundler.errors import BundleError  # noqa: E402
+from bundler.profiles import load_profile_file  # noqa: E402
+from bundler.render import write_text  # noqa: E402
+
+CARRIER = {"gpu": "gpu-cuda12", "cpu": "cpu", "directml": "directml"}  # the package to fetch
+
+
+def releases(kind: str, index: str, policy: DownloadPolicy) -> list[str]:
+    flavour = load_flavour(CARRIER[kind])
+    found = released_versions(PACKAGES[kind], flavour.python, flavour.architecture, index, policy)
+    return newest_per_minor(found, SINCE)
+
+
+def derive_one(kind: str, release: str, cache: Cache, index: str) -> tuple[str, str]:
+    """(profile name, TOML text) of one release."""
+    policy = DownloadPolicy()
+    request = NewProfile(
+        ort=release,
+        flavour=load_flavour(CARRIER[kind]),
+        components=None,
+        index_url=index,
+        policy=policy,
+        command=f"bundle profiles new --ort {release} --flavour {'' if kind == 'gpu' else kind}",
+        cuda_from_build=kind == "gpu",
+    )
+    derived = derive_profile(request, cache, AcquireOptions(mode="pip", policy=policy), quiet)
+    return derived.name, derived.text
+
+
+def quiet(label: str, total: int | None) -> None:
+    print(f"  {label}", file=sys.stderr, flush=True)
+
+
+def compare(name: str, text: str, write: bool) -> dict[str, object]:
+    path = resources.profiles_dir() / f"{name}.toml"
+    fresh_path = Path(sys.argv[0]).parent / f".{name}.fresh.toml"
+    fresh_path.write_text(text, encoding="utf-8")
+    try:
+        fresh = profile_facts(load_profile_file(fresh_path))
+    finally:
+        fresh_path.unlink()
+    if not path.is_file():
+        status, found = "new", []
+    else:
+        shipped_text = path.read_text(encoding="utf-8")
+        found = differences(profile_facts(load_profile_file(path)), fresh)
+        hand = not shipped_text.startswith("# Derived by")
+        status = "hand-written" if hand else ("changed" if found else "unchanged")
+    if write and status in ("new", "changed"):
+        write_text(path, text)
+    return {"profile": name, "status": status, "differences": found}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true")
+    parser.add_argument("--only", nargs="*", default=None)
+    parser.add_argument("--kind", choices=sorted(PACKAGES), action="append")
+    parser.add_argument("--cache", type=Path, default=None)
+    parser.add_argument("--index-url", default=default_index_url())
+    args = parser.parse_args()
+    cache = Cache(args.cache or default_cache_dir())
+    report: list[dict[str, object]] = []
+    for kind in args.kind or list(PACKAGES):
+        for release in releases(kind, args.index_url, DownloadPolicy()):
+            if args.only and release not in args.only:
+                continue
+            print(f"deriving {kind} {release}", file=sys.stderr, flush=True)
+            try:
+                name, text = derive_one(kind, release, cache, args.index_url)
+            except BundleError as error:
+                report.append({"release": release, "kind": kind, "error": error.message})
+                continue
+            report.append({"release": release, "kind": kind, **compare(name, text, args.write)})
+    print(json.dumps({"profiles": report}, indent=2))
+    stale = [item for item in report if item.get("status") in ("new", "changed") or "error" in item]
+    return 1 if stale and not args.write else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
