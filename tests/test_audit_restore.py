@@ -128,7 +128,8 @@ def test_the_shipped_profiles_records_are_the_pinned_dlls_import_tables(real_dll
         text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.count("up to date") == len(available_profiles())
+    hand_written = [p for p in available_profiles() if p.startswith("ort-1.19.2-")]
+    assert result.stdout.count("up to date") == len(hand_written) == 4
 
 
 ENTRY = '\n[[files]]\nname = "{name}"\nartifact = "{artifact}"\nsize = {size}\n'

@@ -1,8 +1,9 @@
 """Fetch the real Windows wheels pinned by bundle's profiles and extract their DLLs, for tests.
 
-The pins (package, version, wheel file, SHA-256) are read from manifests/profiles/*.toml, so
-the tests use exactly what the profiles promise; `extra_wheels()` adds the wheels of releases
-no shipped profile pins (the second release `bundle profiles new` is tested on). Wheels go to
+The pins (package, version, wheel file, SHA-256) are read from the tested profiles in
+manifests/profiles/ (TESTED), so the tests use exactly what the profiles promise;
+`extra_wheels()` adds the wheels of releases no tested profile pins (the second release
+`bundle profiles new` is tested on). Wheels go to
 <cache>/wheels, DLLs and licence files to <cache>/extracted/<wheel stem>/ (a `.complete`
 marker makes re-runs free).
 
@@ -42,9 +43,19 @@ def default_cache() -> Path:
     return Path(base) / "bundle-tests"
 
 
+# The profiles the tests build and load: the hand-written 1.19.2 set, a CUDA 12 release after
+# 1.21 (1.22.0: dxcore.dll), the newest CUDA 13 release, and every CPU and DirectML profile.
+# The rest of the catalogue is derived and checked by tools/derive_catalogue.py and
+# tools/catalogue_proof.py, not in every CI run: its wheels are about 8 GB.
+TESTED = ("ort-1.19.2-", "ort-1.22.0-gpu-cuda12", "ort-1.31.1-gpu-cuda13")
+TESTED_SUFFIXES = ("-cpu", "-directml")  # every release's: their wheels are small
+
+
 def pinned_wheels() -> dict[str, PipSource]:
     wheels: dict[str, PipSource] = {}
     for name in available_profiles():
+        if not (name.startswith(TESTED) or name.endswith(TESTED_SUFFIXES)):
+            continue
         for artifact in load_profile(name).artifacts:
             for source in artifact.sources:
                 if isinstance(source, PipSource):

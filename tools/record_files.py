@@ -8,7 +8,8 @@ the file and is replaced as a whole; everything above it stays as written.
 
     python tools/record_files.py [PROFILE.toml ...] [--cache DIR] [--check]
 
-Without PROFILE, every shipped profile. The wheels come from the test cache that
+Without PROFILE, every hand-written shipped profile (a derived one gets its block from
+`bundle profiles new`). The wheels come from the test cache that
 tools/fetch_test_wheels.py fills (downloaded and verified against the profile's pins when
 absent). --check changes nothing and exits 1 when a profile's block is not what it would write.
 """
@@ -73,7 +74,12 @@ def main() -> int:
     (args.cache / "wheels").mkdir(parents=True, exist_ok=True)
     (args.cache / "extracted").mkdir(parents=True, exist_ok=True)
     stale = 0
-    for path in args.profiles or list(available_profiles().values()):
+    hand_written = [
+        path
+        for path in available_profiles().values()
+        if not path.read_text(encoding="utf-8").startswith("# Derived by")
+    ]
+    for path in args.profiles or hand_written:
         text = rewritten(path, recorded(load_profile_file(path), args.cache))
         if text == path.read_text(encoding="utf-8"):
             print(f"{path.name}: up to date")

@@ -53,11 +53,17 @@ def entry(profile: Profile, text: str) -> Entry:
         name=profile.name,
         release=release,
         kind=kind,
-        cuda=versions.get("cuda-runtime"),
+        cuda=versions.get("cuda-runtime") or _static_cuda(profile),
         cudnn=versions.get("cudnn"),
         size=sum(item.size for item in profile.files),
         derived=text.startswith("# Derived by"),
     )
+
+
+def _static_cuda(profile: Profile) -> str | None:
+    """A GPU profile without a CUDA runtime DLL: the provider links cudart statically (1.27.0)."""
+    driver = profile.gpu_driver
+    return f"{driver.cuda_major}.x (static cudart)" if driver else None
 
 
 def profile_facts(profile: Profile) -> dict[str, Any]:

@@ -1,0 +1,218 @@
+"""The shipped profile catalogue (issue 18): one profile per ORT minor release since 1.19 for
+each package, a readable listing, choosing a release by its version, and the drift radar.
+
+The radar (`bundle profiles outdated`) is tested against PEP 691 pages served from 127.0.0.1:
+pages that list exactly the shipped catalogue's releases (and the component versions the
+flavours pin) must read as current; one release more must be reported, with the command that
+derives it. The catalogue's facts are read from the shipped files and checked against what the
+wheels say (FIELD_NOTES §6: CUDA 13.0.88 for 1.27 on ... 1.31.1, dxcore.dll for 1.22.0).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from bundler.derive.catalogue import entry
+from bundler.derive.flavours import available_flavours, load_flavour
+from bundler.profiles import available_profiles, load_profile, load_profile_file
+from tests.conftest import run_bundle
+from tests.httpserver import HttpServer
+
+RELEASE = re.compile(r"ort-(\d+\.\d+\.\d+)-(gpu-cuda\d+|cpu|directml)")
+NEWEST_GPU = "1.31.1"  # onnxruntime-gpu's newest release on PyPI on 2026-12-01 (FIELD_NOTES §6)
+# FIELD_NOTES §6: the onnxruntime-gpu minor releases with Windows wheels, newest patch each.
+GPU_RELEASES = [
+    "1.19.2",
+    "1.20.2",
+    "1.21.1",
+    "1.22.0",
+    "1.23.2",
+    "1.24.4",
+    "1.25.1",
+    "1.26.0",
+    "1.27.0",
+    "1.28.0",
+    "1.29.0",
+    "1.30.0",
+    "1.31.1",
+]
+
+
+def shipped() -> dict[str, tuple[str, str]]:
+    """profile name -> (release, flavour) for the catalogue's profiles (variants left out)."""
+    found = {}
+    for name in available_profiles():
+        match = RELEASE.fullmatch(name)
+        if match:
+            found[name] = (match[1], match[2])
+    return found
+
+
+# --- the catalogue ------------------------------------------------------------------------------
+
+
+def test_every_gpu_release_since_1_19_has_its_profile_with_the_cuda_its_build_says() -> None:
+    gpu = {release: flavour for release, flavour in shipped().values() if flavour != "cpu"}
+    gpu = {r: f for r, f in gpu.items() if f.startswith("gpu")}
+    assert sorted(gpu, key=lambda v: tuple(map(int, v.split(".")))) == GPU_RELEASES
+    for release, flavour in gpu.items():
+        # FIELD_NOTES §6 / version_info.py: 1.27.0 on are built with CUDA 13.0.88
+        newer = tuple(map(int, release.split("."))) >= (1, 27, 0)
+        assert flavour == ("gpu-cuda13" if newer else "gpu-cuda12"), release
+
+
+def test_every_release_has_a_cpu_profile_and_directml_where_it_has_a_wheel() -> None:
+    profiles = shipped().values()
+    minors = {tuple(r.split(".")[:2]) for r, f in profiles if f.startswith("gpu")}
+    cpu = {tuple(r.split(".")[:2]) for r, f in profiles if f == "cpu"}
+    directml = {tuple(r.split(".")[:2]) for r, f in profiles if f == "directml"}
+    assert minors <= cpu
+    # onnxruntime-directml's Windows wheels stop at 1.24.4 (FIELD_NOTES §6)
+    assert {m for m in minors if tuple(map(int, m)) <= (1, 24)} == directml
+
+
+@pytest.mark.parametrize("name", sorted(available_profiles()))
+def test_every_shipped_profile_carries_sizes_signatures_and_licences(name: str) -> None:
+    profile = load_profile(name)
+    recorded = {item.name.lower() for item in profile.files}
+    assert profile.files and all(item.size > 0 for item in profile.files), name
+    ort = next(a for a in profile.artifacts if "onnxruntime.dll" in a.provides)
+    assert ort.signed and ort.licenses, name  # Microsoft signs ORT's DLLs (FIELD_NOTES §5)
+    assert "onnxruntime.dll" in recorded
+    for artifact in profile.artifacts:
+        assert artifact.licenses, (name, artifact.name)
+
+
+def test_a_profile_with_dxcore_raises_its_minimum_windows() -> None:
+    """1.22.0's onnxruntime.dll imports dxcore.dll (FIELD_NOTES §6): Windows 10 2004 on."""
+    for name in available_profiles():
+        profile = load_profile(name)
+        imports = {
+            imported.lower()
+            for item in profile.files
+            for imported in (*item.imports, *item.delay_imports)
+        }
+        if "dxcore.dll" in imports:
+            assert profile.min_windows >= (10, 0, 19041), name
+    assert load_profile("ort-1.22.0-gpu-cuda12").min_windows == (10, 0, 19041)
+
+
+def test_the_default_stays_1_19_2() -> None:
+    result = run_bundle("profiles", "--json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)["profiles"]
+    (default,) = [row for row in rows if row["default"]]
+    assert default["name"] == "ort-1.19.2-gpu-cuda12"
+
+
+def test_the_listing_shows_release_flavour_cuda_cudnn_and_size() -> None:
+    result = run_bundle("profiles")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["release", "flavour", "CUDA", "cuDNN", "size", "profile"]
+    first = lines[1].split()
+    assert first[0] == "1.32.0" or first[0] == NEWEST_GPU  # newest first
+    row = next(line.split() for line in lines if line.endswith(f"ort-{NEWEST_GPU}-gpu-cuda13"))
+    assert row[:4] == [NEWEST_GPU, "gpu-cuda13", "13.0.88", "9.13.0.50"]
+    assert row[5] == "GB"  # "1.5 GB": the recorded DLLs' size
+    assert any("gpu-cuda12 (default)" in line for line in lines)
+
+
+def test_a_release_picks_its_gpu_profile() -> None:
+    assert load_profile(NEWEST_GPU).name == f"ort-{NEWEST_GPU}-gpu-cuda13"
+    assert load_profile("1.22.0").name == "ort-1.22.0-gpu-cuda12"
+    result = run_bundle("deps", "examples/hello/hello.exe", "--profile", "1.99.0")
+    assert result.returncode == 6
+    assert "no shipped GPU profile for ORT 1.99.0" in result.stderr
+    assert f"{NEWEST_GPU}" in result.stderr and "bundle profiles new --ort 1.99.0" in result.stderr
+
+
+def test_catalogue_entries_read_the_pins() -> None:
+    path = available_profiles()["ort-1.22.0-gpu-cuda12"]
+    item = entry(load_profile_file(path), path.read_text(encoding="utf-8"))
+    assert (item.release, item.kind, item.cuda, item.cudnn) == (
+        "1.22.0",
+        "gpu",
+        "12.4.127",
+        "9.1.0.70",
+    )
+    assert item.derived and item.size > 10**9
+
+
+# --- the drift radar, against a local PEP 691 index ----------------------------------------------
+
+
+def _wheel(package: str, version: str) -> dict[str, object]:
+    stem = package.replace("-", "_")
+    tag = "cp311-cp311" if package.startswith("onnxruntime") else "py3-none"
+    name = f"{stem}-{version}-{tag}-win_amd64.whl"
+    return {"filename": name, "url": f"../../files/{name}", "hashes": {"sha256": "0" * 64}}
+
+
+def _page(package: str, versions: list[str]) -> bytes:
+    files = [_wheel(package, version) for version in versions]
+    return json.dumps({"meta": {"api-version": "1.1"}, "name": package, "files": files}).encode()
+
+
+def catalogue_index(server: HttpServer, extra: dict[str, list[str]]) -> str:
+    """Pages listing exactly what the catalogue covers, plus `extra` releases."""
+    listed: dict[str, set[str]] = {}
+    packages = {"gpu": "onnxruntime-gpu", "cpu": "onnxruntime", "directml": "onnxruntime-directml"}
+    for release, flavour in shipped().values():
+        kind = "gpu" if flavour.startswith("gpu") else flavour
+        listed.setdefault(packages[kind], set()).add(release)
+    for name in available_flavours():
+        for components in load_flavour(name).component_sets:
+            for package in components.packages:
+                listed.setdefault(package.package, set()).add(package.version)
+    for package, versions in extra.items():
+        listed.setdefault(package, set()).update(versions)
+    for package, versions in listed.items():
+        server.serve_bytes(f"/simple/{package}/", _page(package, sorted(versions)))
+    return server.url("/simple/")
+
+
+def outdated(index: str) -> tuple[dict[str, object], int]:
+    result = run_bundle("profiles", "outdated", "--index-url", index, "--allow-http", "--json")
+    assert result.stdout, result.stderr
+    return json.loads(result.stdout), result.returncode
+
+
+def test_a_catalogue_that_covers_the_index_is_current(http_server: HttpServer) -> None:
+    data, code = outdated(catalogue_index(http_server, {}))
+    assert code == 0
+    assert data["current"] is True, data
+    assert data["missing_releases"] == [] and data["newer_components"] == []
+
+
+def test_one_release_newer_than_the_catalogue_is_reported(http_server: HttpServer) -> None:
+    extra = {"onnxruntime-gpu": ["1.33.0", "1.33.0rc1"], "nvidia-cudnn-cu13": ["9.99.0.1"]}
+    data, code = outdated(catalogue_index(http_server, extra))
+    assert code == 0 and data["current"] is False
+    assert data["missing_releases"] == [
+        {
+            "package": "onnxruntime-gpu",
+            "release": "1.33.0",
+            "kind": "gpu",
+            "command": "bundle profiles new --ort 1.33.0",
+        }
+    ]
+    components = data["newer_components"]
+    assert isinstance(components, list) and len(components) == 1
+    assert components[0]["package"] == "nvidia-cudnn-cu13"
+    assert components[0]["newest"] == "9.99.0.1"
+    text = run_bundle("profiles", "outdated", "--index-url", str(data["index_url"]), "--allow-http")
+    assert "MISSING PROFILES (1):" in text.stdout
+    assert "onnxruntime-gpu 1.33.0: bundle profiles new --ort 1.33.0" in text.stdout
+
+
+def test_an_unreachable_index_is_a_fetch_error(tmp_path: Path) -> None:
+    result = run_bundle(
+        "profiles", "outdated", "--index-url", "http://127.0.0.1:9/simple/", "--allow-http"
+    )
+    assert result.returncode == 8, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
