@@ -82,7 +82,9 @@ def prove(name: str, cache: Path, work: Path, wine: Wine) -> Row:
         capture_output=True,
         text=True,
     )  # fmt: skip
-    release, cuda = versions.get("onnxruntime", "?"), versions.get("cuda-runtime", "-")
+    driver = profile.gpu_driver
+    static = f"{driver.cuda_major}.x (static cudart)" if driver else "-"
+    release, cuda = versions.get("onnxruntime", "?"), versions.get("cuda-runtime", static)
     if build.returncode != 0:
         shutil.rmtree(out, ignore_errors=True)
         reason = f"build failed ({build.returncode}): {build.stderr.strip()[-200:]}"
