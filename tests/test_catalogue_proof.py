@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from bundler.derive.catalogue import differences, profile_facts
-from bundler.profiles import available_profiles, load_profile, load_profile_file
+from bundler.profiles import PipSource, available_profiles, load_profile, load_profile_file
 from tests.conftest import REPO, pip_env
 from tests.test_profiles_new import local_index as local_index  # the module fixture, reused
 from tests.test_profiles_new import profiles_new
@@ -106,23 +106,21 @@ def test_deriving_1_31_1_reproduces_the_shipped_cuda13_profile(
 
 def cuda12_cublas_for(profile: Path, target: Path) -> Path:
     """The CUDA 13 profile with its cuBLAS artifact swapped for the 1.19.2 profile's CUDA 12
-    one: the provider still imports cublas64_13.dll."""
+    one (its pinned wheel): the provider still imports cublas64_13.dll."""
     text = profile.read_text(encoding="utf-8").split("\n# --- [[files]]")[0]
     start = text.index('name = "cublas"')
     end = text.index("[[artifacts]]", start)
-    cuda12 = load_profile("ort-1.19.2-gpu-cuda12").path.read_text(encoding="utf-8")
-    begin = cuda12.index('name = "cublas"')
-    block = cuda12[begin : cuda12.index("[[artifacts]]", begin)]
-    block = "\n".join(line for line in block.splitlines() if 'kind = "url"' not in line)
-    target.write_text(text[:start] + _pip_only(block) + "\n" + text[end:] + "\n")
+    cuda12 = next(a for a in load_profile("ort-1.19.2-gpu-cuda12").artifacts if a.name == "cublas")
+    pip = next(source for source in cuda12.sources if isinstance(source, PipSource))
+    provides = ", ".join(f'"{name}"' for name in cuda12.provides)
+    block = (
+        f'name = "cublas"\nversion = "{cuda12.version}"\nprovides = [{provides}]\n'
+        'licenses = ["License.txt"]\n\n[[artifacts.sources]]\nkind = "pip"\n'
+        f'package = "{pip.package}"\nversion = "{pip.version}"\nwheel = "{pip.wheel}"\n'
+        f'sha256 = "{pip.sha256}"\n\n'
+    )
+    target.write_text(text[:start] + block + text[end:] + "\n")
     return target
-
-
-def _pip_only(block: str) -> str:
-    """The artifact with its pip source only (the url and dir sources cannot be used here)."""
-    head, *sources = block.split("[[artifacts.sources]]")
-    pip = [source for source in sources if 'kind = "pip"' in source or "package =" in source]
-    return head + "".join(f'[[artifacts.sources]]\nkind = "pip"{source}' for source in pip)
 
 
 @pytest.mark.realdata
@@ -170,7 +168,8 @@ def test_profiles_check_passes_and_fails_without_one_rule(
     passed = bundle("profiles", "check", name, *args)
     assert passed.returncode == 0, passed.stdout + passed.stderr
     profile = load_profile(name)
-    trigger = profile.runtime_rules[-1].trigger
+    rule = next(r for r in profile.runtime_rules if not all(map(profile.is_driver, r.loads)))
+    trigger = rule.trigger  # a driver DLL rule is no evidence the check needs (never shipped)
     broken = without_rule(profile.path, tmp_path / f"{name}.toml", trigger)
     failed = bundle("profiles", "check", str(broken), *args, "--json")
     assert failed.returncode == 6, failed.stdout + failed.stderr
