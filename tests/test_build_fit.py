@@ -107,6 +107,8 @@ def test_no_set_of_an_older_minor_is_chosen() -> None:
         flavour.choose_components(too_new, flavour.default_components)
     with pytest.raises(BuildMismatchError, match="another major"):
         flavour.choose_components(BuildInfo("w.whl", "13.0.88"), "cuda-12.4.1")
+    with pytest.raises(BuildMismatchError, match="is not cuDNN 8, the build's"):
+        flavour.choose_components(BuildInfo("w.whl", "12.2.128", "8"), "cuda-12.4.1")
 
 
 # --- the minimum Windows ---------------------------------------------------------------------

@@ -33,6 +33,11 @@ class BuildInfo:
         return int(head) if head.isdigit() else None
 
     @property
+    def cudnn_major(self) -> int | None:
+        head = self.cudnn_version.split(".")[0]
+        return int(head) if head.isdigit() else None
+
+    @property
     def cuda_minor(self) -> tuple[int, int] | None:
         parts = self.cuda_version.split(".")
         if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():

@@ -108,12 +108,15 @@ class Flavour:
         CUDA release has the build's major and the same or a newer minor, and every `-cuNN`
         package (cuDNN) is for that major."""
         wanted = build.cuda_minor
+        cudnn = (
+            int(build.cudnn_version.split(".")[0]) if build.cudnn_version[:1].isdigit() else None
+        )
         if wanted is None:
             chosen = self.components(name)
             return chosen, f"component set {chosen.name} ({chosen.source})"
         if name is not None:
             chosen = self.components(name)
-            problem = _misfit(chosen, wanted)
+            problem = _misfit(chosen, wanted, cudnn)
             if problem:
                 raise BuildMismatchError(
                     f"component set {chosen.name} of flavour {self.name} does not fit "
@@ -121,7 +124,7 @@ class Flavour:
                 )
         else:
             ordered = sorted(self.component_sets, key=lambda s: s.name != self.default_components)
-            fitting = [item for item in ordered if not _misfit(item, wanted)]
+            fitting = [item for item in ordered if not _misfit(item, wanted, cudnn)]
             if not fitting:
                 raise BuildMismatchError(
                     f"flavour {self.name} has no component set for {build.wheel}, built with "
@@ -212,8 +215,9 @@ def _ort(table: Table) -> OrtPackage:
     return ort
 
 
-def _misfit(components: ComponentSet, build: tuple[int, int]) -> str | None:
-    """Why a component set does not fit a CUDA build (major, minor), or None."""
+def _misfit(components: ComponentSet, build: tuple[int, int], cudnn: int | None) -> str | None:
+    """Why a component set does not fit a CUDA build (major, minor) with cuDNN `cudnn` (the
+    major version_info.py states), or None."""
     have = components.cuda_minor
     if have is None:
         return "it names no CUDA release (key 'cuda')"
@@ -224,6 +228,10 @@ def _misfit(components: ComponentSet, build: tuple[int, int]) -> str | None:
     others = components.cuda_suffix_majors() - {build[0]}
     if others:
         return f"a package is for CUDA {', '.join(map(str, sorted(others)))} (-cuNN)"
+    for package in components.packages:
+        major = package.version.split(".")[0]
+        if cudnn is not None and package.artifact == "cudnn" and major != str(cudnn):
+            return f"its cuDNN {package.version} is not cuDNN {cudnn}, the build's"
     return None
 
 
