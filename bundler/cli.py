@@ -79,7 +79,7 @@ SearchOption = Annotated[
     list[Path] | None,
     typer.Option("--search", "-s", help="Folder to search for DLLs (repeatable, in order)."),
 ]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 AppNameOption = Annotated[
     str | None, typer.Option("--app-name", help="Installer: the app's name (default: exe name).")
 ]

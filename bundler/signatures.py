@@ -30,7 +30,7 @@ from bundler.findings import Finding, finding
 from bundler.pe import read_pe
 from bundler.profiles import Profile
 
-INSTALL_HINT = 'pip install "bundle[signatures]" (LIEF reads Authenticode signatures)'
+INSTALL_HINT = 'pip install "ort-bundle[signatures]" (LIEF reads Authenticode signatures)'
 
 
 class SignatureState(StrEnum):

@@ -9,6 +9,8 @@ flip one byte of a real signed DLL (a copy, never the cache's inode) and strip a
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -198,3 +200,22 @@ def test_a_verifying_build_refuses_a_changed_signed_dll(
         str(mine),
     )
     assert plain.returncode == 0, plain.stderr  # without verify the same build ships it
+
+
+def test_without_lief_the_hint_names_the_distribution(tmp_path: Path) -> None:
+    """`bundle` on PyPI is another project: the hint must say ort-bundle[signatures]."""
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "lief.py").write_text("raise ImportError('no LIEF here')\n")
+    folder = tmp_path / "app"
+    folder.mkdir()
+    write_pe(folder / "a.dll", PESpec(signed=True))
+    result = subprocess.run(
+        [sys.executable, "-m", "bundler", "audit", str(folder), "--signatures"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(shadow), "BUNDLE_DEBUG": ""},
+    )
+    assert result.returncode == 14, result.stdout + result.stderr
+    assert 'pip install "ort-bundle[signatures]"' in result.stderr
+    assert "Traceback" not in result.stderr
