@@ -33,9 +33,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bundler.deploy import FICLONE  # noqa: E402
 from bundler.errors import BundleError  # noqa: E402
 from bundler.profiles import PipSource, UrlSource, load_profile  # noqa: E402
+from bundler.ship.deploy import FICLONE  # noqa: E402
 from tools.fetch_test_wheels import default_cache, dll_folder, pinned_wheels  # noqa: E402
 
 PROFILE = "ort-1.19.2-gpu-cuda12"
@@ -366,7 +366,7 @@ if mode == "flock":
         fcntl.flock(fd, fcntl.LOCK_EX)
         fcntl.flock(fd, fcntl.LOCK_UN)
 else:
-    from bundler.cache import file_lock
+    from bundler.acquire.cache import file_lock
     for _ in range({n}):
         with file_lock(folder / "ours.lock", "benchmark", remove=mode == "remove"):
             pass

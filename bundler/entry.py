@@ -21,7 +21,7 @@ def main() -> None:
     if getattr(bundler, "DISTRIBUTION", None) != DISTRIBUTION:
         sys.stderr.write(foreign_package_message(bundler) + "\n")
         sys.exit(EXIT_FOREIGN_PACKAGE)
-    from bundler.cli import main as run
+    from bundler.cli.commands import main as run
 
     run()
 

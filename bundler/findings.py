@@ -8,7 +8,7 @@ reads titles, severities and fixes from here, and the README's findings table is
 Code ranges: BA0xx the folder could not be read, BA1xx a DLL will fail to load, BA2xx builds or
 versions that do not go together, BA3xx what should not ship (or ships for nothing), BA4xx the
 folder no longer matches its bundle.lock.json, BA5xx the real loader disagrees with the audit
-(`bundle audit --run`, bundler.loadproof: these come from running the app, not from a check),
+(`bundle audit --run`, bundler.audit.loadproof: these come from running the app, not from a check),
 BA6xx supply chain (`bundle audit --signatures`: Authenticode, bundler.signatures).
 """
 

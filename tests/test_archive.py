@@ -22,7 +22,6 @@ import py7zr
 import pytest
 from py7zr.io import HashIOFactory
 
-from bundler.archive import archive_format, verify_archive, write_archive
 from bundler.errors import (
     ArchiveError,
     ConfigError,
@@ -32,6 +31,7 @@ from bundler.errors import (
     PlanFormatError,
 )
 from bundler.lock import LOCK_NAME, Lock, LockedFile, read_lock, write_lock
+from bundler.ship.archive import archive_format, verify_archive, write_archive
 from tests.conftest import REPO, require
 
 FORMATS = [".zip", ".7z"]
@@ -228,7 +228,7 @@ def test_same_payload_gives_the_same_bytes(
             path.chmod(0o755)
     second = tmp_path / "two" / f"{STEM}{suffix}"
     script = (
-        "import sys; from pathlib import Path; from bundler.archive import write_archive; "
+        "import sys; from pathlib import Path; from bundler.ship.archive import write_archive; "
         "from bundler.lock import read_lock; folder = Path(sys.argv[1]); "
         "write_archive(folder, read_lock(folder / 'bundle.lock.json'), Path(sys.argv[2]))"
     )
@@ -368,7 +368,7 @@ def test_an_unwritable_target_is_an_output_error(bundle: tuple[Path, Lock], tmp_
 
 
 PEAK_RSS_SCRIPT = (
-    "import resource, sys; from pathlib import Path; from bundler.archive import "
+    "import resource, sys; from pathlib import Path; from bundler.ship.archive import "
     "write_archive; from bundler.lock import read_lock; folder = Path(sys.argv[1]); "
     "write_archive(folder, read_lock(folder / 'bundle.lock.json'), Path(sys.argv[2])); "
     "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"

@@ -19,10 +19,11 @@ from pathlib import Path
 import pefile
 import pytest
 
-from bundler.audit import CHECKS, audit
-from bundler.cache import file_sha256
+from bundler.acquire.cache import file_sha256
+from bundler.audit.checks import CHECKS
+from bundler.audit.loadproof import FINDING_CODES
+from bundler.audit.run import audit
 from bundler.findings import CATALOGUE, Severity, catalogue_markdown
-from bundler.loadproof import FINDING_CODES
 from bundler.lock import LOCK_NAME, Lock, LockedFile, write_lock
 from bundler.profiles import versioned
 from bundler.signatures import FINDING_CODES as SIGNATURE_CODES

@@ -30,7 +30,8 @@ from pathlib import Path
 
 import pytest
 
-from bundler.audit import AuditReport, audit
+from bundler.audit.report import AuditReport
+from bundler.audit.run import audit
 from bundler.findings import Severity
 from bundler.plan import Status
 from tests.test_build import HELLO, build, linked_copy

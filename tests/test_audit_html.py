@@ -25,11 +25,12 @@ from typing import Any, cast
 
 import pytest
 
-from bundler.audit import AuditReport, audit
+from bundler.audit.html import STATUS_FILL, audit_html, write_html
+from bundler.audit.report import AuditReport
+from bundler.audit.run import audit
 from bundler.errors import OutputError
 from bundler.findings import Severity
 from bundler.plan import Status
-from bundler.render_html import STATUS_FILL, audit_html, write_html
 from tests.chromium import CHROMIUM, WINDOW, Image, PageLoad, load_page, read_png, rgb
 from tests.conftest import REPO, require
 from tests.pefactory import PESpec, write_pe
@@ -300,8 +301,8 @@ def test_same_bytes_in_another_process(broken: AuditReport, tmp_path: Path) -> N
     ours, theirs = tmp_path / "ours.html", tmp_path / "theirs.html"
     write_html(broken, ours)
     script = (
-        "import sys; from pathlib import Path; from bundler.audit import audit; "
-        "from bundler.render_html import write_html; "
+        "import sys; from pathlib import Path; from bundler.audit.run import audit; "
+        "from bundler.audit.html import write_html; "
         "write_html(audit(Path(sys.argv[1]), sys.argv[2]), Path(sys.argv[3]))"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
@@ -326,7 +327,8 @@ def test_the_policy_allows_only_the_page_script(whole: AuditReport) -> None:
 
 @dataclass(frozen=True)
 class FakeProof:
-    """Stands in for bundler.loadproof's result: the page renders any to_dict() generically."""
+    """Stands in for bundler.audit.loadproof's result: the page renders any to_dict()
+    generically."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"loader": "wine 8.0", "exit_code": 0, "loaded": ["onnxruntime.dll", "<b>.dll"]}

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from bundler.audit import audit
+from bundler.audit.loadproof import LoaderRun, LoadProof, proof_findings
+from bundler.audit.run import audit
 from bundler.findings import Severity
-from bundler.loadproof import LoaderRun, LoadProof, proof_findings
 from bundler.lock import LOCK_NAME, Lock, LockedFile, read_lock, write_lock
 from bundler.profiles import available_profiles, load_profile
 from tests.conftest import REPO, run_bundle
@@ -263,7 +263,7 @@ def _proof(run: LoaderRun) -> LoadProof:
 
 @pytest.mark.parametrize("code", [0, 3, -1073741515])
 def test_an_app_that_exits_non_zero_failed(code: int, tmp_path: Path) -> None:
-    from bundler.loadrun import _wine_verdict
+    from bundler.audit.loadrun import _wine_verdict
 
     verdict = _wine_verdict("app", code, (), 30)
     run = LoaderRun("hello.exe", "app", ("hello.exe",), code, (), True, False, (), verdict)

@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from bundler.audit import audit
+from bundler.audit.loadrun import prove_load
+from bundler.audit.run import audit
 from bundler.findings import Severity
-from bundler.loadrun import prove_load
 from bundler.plan import Status
 from tests.conftest import require
 from tests.pefactory import write_pe

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from junitparser import Failure, JUnitXml
 
+from bundler.audit.loadproof import FINDING_CODES
 from bundler.findings import CATALOGUE
-from bundler.loadproof import FINDING_CODES
 from bundler.signatures import FINDING_CODES as SIGNATURE_CODES
 from tests.conftest import run_bundle
 from tests.pefactory import PESpec

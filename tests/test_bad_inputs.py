@@ -1143,7 +1143,7 @@ def check_cache_honest(cache: Path) -> None:
             raise CacheWritten(f"{tree}: an extracted tree without its .complete marker")
 
 
-# bundler/progress.py's plain lines (stderr is not a terminal here): "label: 40% (...)"
+# bundler/cli/progress.py's plain lines (stderr is not a terminal here): "label: 40% (...)"
 _PROGRESS = re.compile(r"[^\n]*: \d+% \([^\n]*\)\n")
 
 

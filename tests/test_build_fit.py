@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from bundler.derive.build_info import BuildInfo, check_cuda_major, read_build_info
-from bundler.derive.facts import Facts, required_windows
-from bundler.derive.flavours import available_flavours, load_flavour
 from bundler.errors import BuildMismatchError
 from bundler.fit import misfits, require_fit
 from bundler.pe import read_pe
 from bundler.profiles import load_profile
 from bundler.resolve import read_inputs, resolve
+from bundler.rules.derive.build_info import BuildInfo, check_cuda_major, read_build_info
+from bundler.rules.derive.facts import Facts, required_windows
+from bundler.rules.derive.flavours import available_flavours, load_flavour
 from bundler.system import load_system_policy
 from tests.pefactory import write_pe
 

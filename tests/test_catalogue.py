@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from bundler.derive.catalogue import entry
-from bundler.derive.flavours import available_flavours, load_flavour
 from bundler.profiles import available_profiles, load_profile, load_profile_file
+from bundler.rules.derive.catalogue import entry
+from bundler.rules.derive.flavours import available_flavours, load_flavour
 from tests.conftest import run_bundle
 from tests.httpserver import HttpServer
 

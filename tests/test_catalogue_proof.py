@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from bundler.derive.catalogue import differences, profile_facts
 from bundler.profiles import PipSource, available_profiles, load_profile, load_profile_file
+from bundler.rules.derive.catalogue import differences, profile_facts
 from tests.conftest import REPO, pip_env
 from tests.test_profiles_new import local_index as local_index  # the module fixture, reused
 from tests.test_profiles_new import profiles_new

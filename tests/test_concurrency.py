@@ -3,8 +3,8 @@
 The release is synthetic (tests/slowrelease.py), served from 127.0.0.1 by a server that logs
 every request, so "downloaded once" is counted on the wire. "Extracted once" is counted from
 what each process reports: the `extracting ...: N%` progress lines are printed only as bytes are
-actually inflated (bundler/extract.py's meter), so a process that reused another's tree prints
-none.
+actually inflated (bundler/acquire/extract.py's meter), so a process that reused another's tree
+prints none.
 """
 
 from __future__ import annotations

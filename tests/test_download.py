@@ -1,4 +1,4 @@
-"""bundler.download against a real HTTP server on 127.0.0.1 (tests/httpserver.py)."""
+"""bundler.acquire.download against a real HTTP server on 127.0.0.1 (tests/httpserver.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import requests
 
-from bundler.download import DownloadPolicy, DownloadResult, Pins, check_scheme, download
+from bundler.acquire.download import DownloadPolicy, DownloadResult, Pins, check_scheme, download
 from bundler.errors import FetchError, IntegrityError
 from tests.httpserver import HttpServer
 

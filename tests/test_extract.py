@@ -20,9 +20,9 @@ from pathlib import Path
 import py7zr
 import pytest
 
-from bundler import extract as extract_module
+from bundler.acquire import extract as extract_module
+from bundler.acquire.extract import CHUNK, MARKER, Extracted, extract, is_extracted, wanted_member
 from bundler.errors import ArchiveError, ExitCode, InputFileError
-from bundler.extract import CHUNK, MARKER, Extracted, extract, is_extracted, wanted_member
 
 ORT = "onnxruntime-win-x64-gpu-1.19.2"
 ORT_MEMBERS = {

@@ -26,15 +26,15 @@ import pytest
 
 from bundler.errors import ConfigError, ExitCode
 from bundler.lock import LOCK_NAME, Lock, LockedFile, read_lock
-from bundler.render import msbuild_escape, xml_text
-from bundler.render_msbuild import (
+from bundler.render.engine import msbuild_escape, xml_text
+from bundler.render.msbuild import (
     PROPS_NAME,
     TARGETS_NAME,
     msbuild_values,
     render_msbuild,
     write_msbuild_files,
 )
-from bundler.render_postbuild import EVENT_NAME, POSTBUILD_NAME
+from bundler.render.postbuild import EVENT_NAME, POSTBUILD_NAME
 from tests.conftest import REPO, RealDlls, bundle_from_cache, require
 from tests.httpserver import HttpServer
 from tests.pefactory import PESpec, build_pe

@@ -75,7 +75,7 @@ def test_wheel_contains_the_msbuild_templates(wheel: Path, tmp_path: Path) -> No
     )  # fmt: skip
     code = (
         "from pathlib import Path; from bundler.lock import Lock; "
-        "from bundler.render_msbuild import write_msbuild_files; "
+        "from bundler.render.msbuild import write_msbuild_files; "
         "print(len(write_msbuild_files(Lock('p', 'x64', 'app-local', ()), Path('out')).paths))"
     )
     rendered = subprocess.run(

@@ -375,7 +375,7 @@ def test_corrupt_dll_in_a_search_folder(tmp_path: Path) -> None:
 
 
 def test_corrupt_dll_in_an_audited_folder(tmp_path: Path) -> None:
-    from bundler.audit import scan_folder  # here: only this test depends on the audit module
+    from bundler.audit.report import scan_folder  # here: only this test depends on the audit module
 
     write_pe(tmp_path / "app.exe", dll=False, imports=("onnxruntime.dll",))
     corrupt_dll(tmp_path / "onnxruntime.dll")

@@ -33,8 +33,8 @@ import pytest
 
 from bundler.errors import ConfigError
 from bundler.lock import Lock, LockedFile, read_lock
-from bundler.render import cmd_call_quoted, cmd_quoted, cmd_text
-from bundler.render_postbuild import (
+from bundler.render.engine import cmd_call_quoted, cmd_quoted, cmd_text
+from bundler.render.postbuild import (
     EVENT_NAME,
     PLACEHOLDER,
     POSTBUILD_NAME,

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from bundler.derive.flavours import available_flavours, load_flavour
-from bundler.derive.index import find_wheel, normalize, wheel_rank
-from bundler.download import DownloadPolicy
+from bundler.acquire.download import DownloadPolicy
 from bundler.errors import FetchError, ProfileError
 from bundler.profiles import PipSource, Profile, is_pattern, load_profile, load_profile_file
+from bundler.rules.derive.flavours import available_flavours, load_flavour
+from bundler.rules.derive.index import find_wheel, normalize, wheel_rank
 from tests.conftest import REPO, RealDlls, pip_env, require, test_cache_dir
 from tests.httpserver import HttpServer
 from tests.wine import Wine

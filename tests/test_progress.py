@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from bundler.progress import progress_for
+from bundler.cli.progress import progress_for
 
 
 class Terminal(io.StringIO):
@@ -64,7 +64,7 @@ def test_a_bar_draws_from_its_first_byte_and_a_failed_step_is_stopped() -> None:
     fails never reaches 100 %, so the CLI stops what is still drawing (stop_all)."""
     import sys
 
-    from bundler.progress import stop_all
+    from bundler.cli.progress import stop_all
 
     streams = (sys.stdout, sys.stderr)
     out = Terminal()

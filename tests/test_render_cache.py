@@ -1,4 +1,4 @@
-"""Rendered outputs kept between runs (bundler/render_cache.py): a repeated rendering is read
+"""Rendered outputs kept between runs (bundler/render/cache.py): a repeated rendering is read
 back without importing jinja2, and the cache never changes what a rendering says: an edited
 template, a damaged entry, values that are not plain data, True against 1, a crowded or an
 unwritable cache folder all still give the text the template engine gives.
@@ -20,10 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from bundler import render, render_cache, resources
+from bundler import resources
 from bundler.errors import ConfigError
 from bundler.lock import Lock, LockedFile
-from bundler.render_postbuild import SCRIPT_TEMPLATE, postbuild_values
+from bundler.render import cache as render_cache
+from bundler.render import engine as render
+from bundler.render.postbuild import SCRIPT_TEMPLATE, postbuild_values
 from tests.conftest import REPO
 from tests.httpserver import HttpServer
 from tests.slowrelease import make_release, mirror_args
@@ -88,8 +90,8 @@ def entry_bytes(text: str) -> bytes:
 RUN = """
 import json, sys
 from bundler.lock import Lock, LockedFile
-from bundler.render import render
-from bundler.render_postbuild import SCRIPT_TEMPLATE, postbuild_values
+from bundler.render.engine import render
+from bundler.render.postbuild import SCRIPT_TEMPLATE, postbuild_values
 
 def locked(name, kind="bundled"):
     return LockedFile(name, kind, "0" * 64, 1)

@@ -18,7 +18,7 @@ import pytest
 from bundler.errors import ConfigError
 from bundler.lock import Lock, LockedFile
 from bundler.profiles import GpuDriver
-from bundler.render import (
+from bundler.render.engine import (
     inno_const,
     inno_directive,
     inno_literal,
@@ -26,7 +26,7 @@ from bundler.render import (
     pascal_string,
     windows_path,
 )
-from bundler.render_iss import SPAN_ABOVE, IssSettings, app_id_for, iss_values, write_iss
+from bundler.render.iss import SPAN_ABOVE, IssSettings, app_id_for, iss_values, write_iss
 from tests.conftest import REPO
 from tests.conftest import bundle_from_cache as bundle
 

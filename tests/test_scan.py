@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from bundler.profiles import load_profile
-from bundler.scan import Confidence, Kind, Pool, dll_strings, pattern_regex, scan
+from bundler.rules.scan import Confidence, Kind, Pool, dll_strings, pattern_regex, scan
 from bundler.system import load_system_policy
 from tests.conftest import RealDlls, fetch, pip_env, require, run_bundle
 from tests.pefactory import PESpec, write_pe

@@ -1,10 +1,11 @@
 """Derive the whole profile catalogue again and print how it differs from the shipped one.
 
 For every ORT minor release since 1.19, its newest patch with a Windows wheel, of each package
-(bundler.derive.catalogue.PACKAGES): the GPU profile (the flavour of the CUDA major the wheel's
+(bundler.rules.derive.catalogue.PACKAGES): the GPU profile (the flavour of the CUDA major the
+wheel's
 version_info.py states), the CPU profile, and the DirectML profile where that package has the
 release. Each is derived with `bundle profiles new`'s code from the package index and compared
-with manifests/profiles/<name>.toml as data (bundler.derive.catalogue.differences). The result
+with manifests/profiles/<name>.toml as data (bundler.rules.derive.catalogue.differences). The result
 is one JSON document on stdout: a maintainer's diff, not text.
 
     python tools/derive_catalogue.py [--write] [--only 1.31.1 ...] [--kind gpu|cpu|directml]
@@ -26,20 +27,20 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bundler import resources  # noqa: E402
-from bundler.acquire import AcquireOptions  # noqa: E402
-from bundler.cache import Cache, default_cache_dir  # noqa: E402
-from bundler.derive import NewProfile, derive_profile  # noqa: E402
-from bundler.derive.catalogue import PACKAGES, SINCE, differences, profile_facts  # noqa: E402
-from bundler.derive.flavours import load_flavour  # noqa: E402
-from bundler.derive.index import (  # noqa: E402
+from bundler.acquire.artifacts import AcquireOptions  # noqa: E402
+from bundler.acquire.cache import Cache, default_cache_dir  # noqa: E402
+from bundler.acquire.download import DownloadPolicy  # noqa: E402
+from bundler.errors import BundleError  # noqa: E402
+from bundler.profiles import load_profile_file  # noqa: E402
+from bundler.render.engine import write_text  # noqa: E402
+from bundler.rules.derive import NewProfile, derive_profile  # noqa: E402
+from bundler.rules.derive.catalogue import PACKAGES, SINCE, differences, profile_facts  # noqa: E402
+from bundler.rules.derive.flavours import load_flavour  # noqa: E402
+from bundler.rules.derive.index import (  # noqa: E402
     default_index_url,
     newest_per_minor,
     released_versions,
 )
-from bundler.download import DownloadPolicy  # noqa: E402
-from bundler.errors import BundleError  # noqa: E402
-from bundler.profiles import load_profile_file  # noqa: E402
-from bundler.render import write_text  # noqa: E402
 
 CARRIER = {"gpu": "gpu-cuda12", "cpu": "cpu", "directml": "directml"}  # the package to fetch
 

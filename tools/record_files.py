@@ -26,8 +26,6 @@ sys.path.insert(0, str(REPO / "tools"))
 
 from fetch_test_wheels import default_cache, download, extract  # noqa: E402
 
-from bundler.derive.facts import recorded_file  # noqa: E402
-from bundler.derive.render import RECORDED_MARKER, recorded_files_toml  # noqa: E402
 from bundler.pe import read_pe  # noqa: E402
 from bundler.profiles import (  # noqa: E402
     PipSource,
@@ -37,6 +35,8 @@ from bundler.profiles import (  # noqa: E402
     load_profile_file,
     matches,
 )
+from bundler.rules.derive.facts import recorded_file  # noqa: E402
+from bundler.rules.derive.render import RECORDED_MARKER, recorded_files_toml  # noqa: E402
 from bundler.system import load_system_policy  # noqa: E402
 
 

@@ -1,0 +1,385 @@
+"""Decide layer of the audit: the checks. Each is one small function over `Audited` returning
+findings of one catalogue code (bundler.findings); a new check is a catalogue entry plus a
+function in CHECKS."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
+
+from bundler.acquire.cache import file_sha256
+from bundler.audit.report import Audited, CheckFunction, is_pe_name
+from bundler.findings import Finding, finding
+from bundler.pe import format_version
+from bundler.plan import EDGE_LABELS, Edge, EdgeKind, Plan, Status
+from bundler.profiles import (
+    dll_key,
+    is_pattern,
+    versioned,
+)
+from bundler.vcruntime import DEBUG_CRT_DLLS, outdated_runtimes
+
+if TYPE_CHECKING:
+    pass
+
+PROVIDER_PREFIX = "onnxruntime_providers_"
+PROVIDERS_SHARED = "onnxruntime_providers_shared.dll"
+# ORT 1.19.2 imports both; the deployment how-tos forget them (FIELD_NOTES §4).
+VC_RUNTIME_PARTS = ("vcruntime140_1.dll", "msvcp140_1.dll")
+CUDNN = "cudnn"
+TIME_TOLERANCE_NS = 2_000_000_000  # FAT and zip keep times to 2 s
+
+
+PROVIDER_PREFIX = "onnxruntime_providers_"
+
+PROVIDERS_SHARED = "onnxruntime_providers_shared.dll"
+
+VC_RUNTIME_PARTS = ("vcruntime140_1.dll", "msvcp140_1.dll")
+
+CUDNN = "cudnn"
+
+TIME_TOLERANCE_NS = 2_000_000_000  # FAT and zip keep times to 2 s
+
+
+def chains(plan: Plan, key: str) -> tuple[str, ...]:
+    """Every chain from a root (an exe, or a DLL loaded at run time) to `key`, as text."""
+    return tuple(plan.chain_text(chain, key) for chain in plan.chains_to(key))
+
+
+def needed_by(
+    audited: Audited, key: str, kinds: Iterable[EdgeKind] | None = None, labels: bool = False
+) -> str:
+    """The direct users of `key` (through edges of `kinds`), display names, once each; with
+    `labels`, each with how it loads `key` ("cudnn64_9.dll (runtime)")."""
+    wanted = set(kinds) if kinds is not None else set(EdgeKind)
+    names = set()
+    for edge in audited.plan.parents(key):
+        if edge.kind in wanted:
+            name = audited.name(edge.parent) if edge.parent else "the profile (a root)"
+            names.add(f"{name} ({EDGE_LABELS[edge.kind]})" if labels else name)
+    return ", ".join(sorted(names, key=str.lower))
+
+
+def inferred(audited: Audited, key: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the records a need of `key` rests on, one detail line saying so) when every chain to
+    it passes a record (an absent DLL's import table, a pattern's recorded file name); the
+    folder alone then cannot show the need. ((), ()) when some chain is all in the folder."""
+    chains = audited.plan.chains_to(key)
+    if not chains or not all(any(edge.inferred for edge in chain) for chain in chains):
+        return (), ()
+    origins = tuple(sorted({edge.inferred for c in chains for edge in c if edge.inferred}))
+    reasons = []
+    for edge in (edge for edge in chains[0] if edge.inferred):
+        if edge.kind is EdgeKind.RUNTIME:
+            pattern = (edge.detail or "").rpartition("[")[2].rstrip("]")
+            reasons.append(f"{audited.name(edge.child)} is the file recorded for {pattern}")
+        else:
+            reasons.append(f"{audited.name(edge.parent or '')} is absent, its imports recorded")
+    line = f"inferred from {' and '.join(origins)}: " + "; ".join(dict.fromkeys(reasons))
+    return origins, (line,)
+
+
+def back_chain(chain: list[Edge], audited: Audited, start: str) -> str:
+    """`cublasLt64_12.dll ← cublas64_12.dll ← onnxruntime_providers_cuda.dll`."""
+    keys = [start] + [edge.child for edge in chain]
+    return " ← ".join(audited.name(key) for key in reversed(keys))
+
+
+def unreadable_files(audited: Audited) -> Iterator[Finding]:
+    for name, message in audited.folder.unreadable.items():
+        yield finding("BA001", (name,), message)
+
+
+def missing_at_start(audited: Audited) -> Iterator[Finding]:
+    """Missing from the import closure of a root: the loader itself reports these."""
+    for item in audited.plan.missing:
+        if item.key in audited.load_time:
+            users = needed_by(audited, item.key, [EdgeKind.IMPORT])
+            how = (
+                f"imported by {users}, which cannot load"
+                if users
+                else f"loaded by {needed_by(audited, item.key)} as the app starts"
+            )
+            message = f"{item.name} is missing: {how}"
+            origins, note = inferred(audited, item.key)
+            details = (*note, *chains(audited.plan, item.key))
+            yield finding("BA101", (item.name,), message, details, origins)
+
+
+def missing_later(audited: Audited) -> Iterator[Finding]:
+    """Missing, but only loaded after start-up (runtime rules, delay imports): no loader
+    check at start-up sees it; the first operation that needs it fails, possibly hours in."""
+    for item in audited.plan.missing:
+        if item.key not in audited.load_time:
+            users = needed_by(audited, item.key, labels=True)
+            name = item.name
+            if is_pattern(name):
+                name = (
+                    f"a file matching {name} (no concrete name is known: neither a lock file nor "
+                    "the profile's [[files]] records one)"
+                )
+            message = (
+                f"{name} is missing, and nothing needs it at start-up: the first operation "
+                f"that loads it fails; needed by {users}"
+            )
+            origins, note = inferred(audited, item.key)
+            details = (*note, *chains(audited.plan, item.key))
+            yield finding("BA102", (item.name,), message, details, origins)
+
+
+def provider_fails(audited: Audited) -> Iterator[Finding]:
+    """An execution provider whose own import closure is incomplete: ORT's LoadLibrary of it
+    fails with error 126, and ORT quietly runs on the CPU."""
+    for provider in audited.plan.with_status(Status.BUNDLED):
+        if not provider.key.startswith(PROVIDER_PREFIX) or provider.key == PROVIDERS_SHARED:
+            continue
+        closure = audited.plan.import_closure(provider.key)
+        lost = {key: chain for key, chain in closure.items() if _is_missing(audited, key)}
+        if lost:
+            shown = [back_chain(chain, audited, provider.key) for chain in lost.values()]
+            message = (
+                f"{provider.name} will fail with error 126 and ORT falls back to CPU: "
+                f"missing {'; '.join(shown)}"
+            )
+            files = (provider.name, *(audited.name(key) for key in lost))
+            yield finding("BA103", files, message, file=provider.name)
+
+
+def _is_missing(audited: Audited, key: str) -> bool:
+    item = audited.plan.file(key)
+    return item is not None and item.status is Status.MISSING
+
+
+def providers_shared_missing(audited: Audited) -> Iterator[Finding]:
+    if _is_missing(audited, PROVIDERS_SHARED):
+        users = needed_by(audited, PROVIDERS_SHARED)
+        message = (
+            f"{audited.name(PROVIDERS_SHARED)} is missing: needed by {users}; ORT loads no "
+            "execution provider DLL without it"
+        )
+        yield finding("BA104", (audited.name(PROVIDERS_SHARED),), message)
+
+
+def vc_runtime_part_missing(audited: Audited) -> Iterator[Finding]:
+    for key in VC_RUNTIME_PARTS:
+        if _is_missing(audited, key):
+            users = needed_by(audited, key)
+            message = f"{audited.name(key)} is missing: {users} import it and cannot load"
+            yield finding("BA105", (audited.name(key),), message)
+
+
+def cuda_version_mismatch(audited: Audited) -> Iterator[Finding]:
+    """A versioned NVIDIA DLL whose version is not the one the closure needs for its family:
+    cudart64_110.dll (CUDA 11) or cudnn64_8.dll beside a CUDA 12 / cuDNN 9 provider."""
+    wanted: dict[str, dict[str, str]] = {}
+    for item in audited.plan.with_status(Status.BUNDLED, Status.MISSING):
+        parsed = versioned(item.name)
+        if parsed:
+            wanted.setdefault(parsed[0], {}).setdefault(parsed[1], item.name)
+    for name in audited.folder.pe:
+        parsed = versioned(name)
+        if parsed is None or parsed[0] not in wanted or parsed[1] in wanted[parsed[0]]:
+            continue
+        family, version = parsed
+        needed = sorted(wanted[family].values(), key=str.lower)
+        message = (
+            f"{name} is {family} version {version}; the closure needs {family} "
+            f"{'/'.join(sorted(wanted[family]))} ({', '.join(needed)})"
+        )
+        yield finding("BA201", (name,), message, wanted=", ".join(needed))
+
+
+def vc_runtime_too_old(audited: Audited) -> Iterator[Finding]:
+    for runtime, newest in outdated_runtimes(audited.plan):
+        message = (
+            f"{runtime.name} {runtime.file_version or 'without a version'} is older than "
+            f"{newest.name}'s MSVC linker {newest.linker_version}"
+        )
+        yield finding("BA202", (runtime.name,), message, needed=newest.linker_version or "?")
+
+
+def cudnn_mixed_builds(audited: Audited) -> Iterator[Finding]:
+    """cuDNN loads its sub-libraries at run time and they must come from one build: compare
+    the file versions of every cuDNN DLL of one major (those without a version cannot tell)."""
+    builds: dict[str, dict[str, list[str]]] = {}
+    for name, info in audited.folder.pe.items():
+        parsed = versioned(name)
+        if parsed and parsed[0] == CUDNN and info.file_version:
+            version = format_version(info.file_version)
+            builds.setdefault(parsed[1], {}).setdefault(version, []).append(name)
+    for by_version in builds.values():
+        if len(by_version) < 2:
+            continue
+        common = max(by_version, key=lambda version: len(by_version[version]))
+        odd = sorted(
+            name for version, names in by_version.items() if version != common for name in names
+        )
+        details = tuple(f"{v}: {', '.join(names)}" for v, names in sorted(by_version.items()))
+        message = f"{', '.join(odd)} differ from the other cuDNN libraries ({common})"
+        yield finding("BA203", tuple(odd), message, details)
+
+
+def debug_crt(audited: Audited) -> Iterator[Finding]:
+    for name, info in audited.folder.pe.items():
+        debug = sorted(
+            {dll for dll in (*info.imports, *info.delay_imports) if dll_key(dll) in DEBUG_CRT_DLLS},
+            key=str.lower,
+        )
+        if debug:
+            message = f"{name} imports {', '.join(debug)} (debug runtime: not on users' machines)"
+            yield finding("BA204", (name,), message)
+
+
+def wrong_machine(audited: Audited) -> Iterator[Finding]:
+    wanted = audited.profile.architecture
+    for name, info in audited.folder.pe.items():
+        if info.runs_as(wanted):
+            continue
+        skipped = "; the loader skips it, so it is missing" if _is_missing(audited, name) else ""
+        message = f"{name} is built for {info.machine}, the profile targets {wanted}{skipped}"
+        yield finding("BA205", (name,), message, architecture=wanted)
+
+
+def driver_dll_shipped(audited: Audited) -> Iterator[Finding]:
+    for name in filter(is_pe_name, audited.folder.names):
+        if audited.profile.is_driver(name):
+            message = (
+                f"{name} belongs to the GPU driver: the app folder's copy is loaded instead of "
+                "the installed driver's and breaks CUDA when they differ (not redistributable)"
+            )
+            yield finding("BA301", (name,), message)
+
+
+def os_component_shipped(audited: Audited) -> Iterator[Finding]:
+    for name in filter(is_pe_name, audited.folder.names):
+        if audited.policy.ignores_app_local(name):
+            message = f"{name} is part of Windows: Windows 10+ never loads it from the app folder"
+            yield finding("BA302", (name,), message)
+
+
+def unreferenced_dll(audited: Audited) -> Iterator[Finding]:
+    """A DLL the closure does not name at all. Copies another check already explains (driver,
+    OS component, wrong machine) are left to that check."""
+    for name, info in audited.folder.pe.items():
+        if not info.is_dll or audited.plan.file(name) is not None:
+            continue
+        if dll_key(name) in audited.locked:  # the build placed it: the lock's closure has it
+            continue
+        if audited.profile.is_driver(name) or audited.policy.ignores_app_local(name):
+            continue
+        if not info.runs_as(audited.profile.architecture):
+            continue
+        if info.managed:  # a .NET assembly: the CLR loads it by its metadata, not an import
+            continue
+        message = (
+            f"{name} ({info.size:,} bytes) is not needed by the app, the profile's roots or "
+            f"its runtime rules ({audited.profile.name})"
+        )
+        yield finding("BA303", (name,), message)
+
+
+def case_clash(audited: Audited) -> Iterator[Finding]:
+    groups: dict[str, list[str]] = {}
+    for name in audited.folder.names:
+        groups.setdefault(dll_key(name), []).append(name)
+    for names in groups.values():
+        if len(names) > 1:
+            message = f"{' and '.join(names)} differ only by case: Windows keeps one of them"
+            yield finding("BA304", tuple(names), message)
+
+
+def system32_shadowing(audited: Audited) -> Iterator[Finding]:
+    for item in audited.plan.with_status(Status.BUNDLED):
+        if item.key in audited.policy.system32_copies:
+            message = (
+                f"{item.name} is also in System32 on some Windows builds, in another version: a "
+                "process that loads that name from elsewhere first gets the wrong one"
+            )
+            yield finding("BA305", (item.name,), message)
+
+
+def hash_mismatch(audited: Audited) -> Iterator[Finding]:
+    """A size that differs from the lock settles it without hashing. With `verify` every
+    other locked file is hashed; without, only its time stamp is compared (BA404)."""
+    if not audited.lock:
+        return
+    for entry in audited.lock.files:
+        path = audited.folder.path / entry.name
+        try:
+            stat = path.stat()
+        except OSError:
+            continue  # absent: BA402
+        if stat.st_size != entry.size:
+            message = f"{entry.name} has {stat.st_size:,} bytes, the lock file says {entry.size:,}"
+            yield finding("BA401", (entry.name,), message)
+        elif audited.verify and (digest := file_sha256(path)) != entry.sha256:
+            message = f"{entry.name} has SHA-256 {digest}, the lock file says {entry.sha256}"
+            yield finding("BA401", (entry.name,), message)
+
+
+def time_changed(audited: Audited) -> Iterator[Finding]:
+    """Without hashing, a time stamp other than the one the build left is the cheap sign of
+    a changed file (the build keeps its sources' times; xcopy and robocopy keep them too)."""
+    if not audited.lock or audited.verify:
+        return
+    for entry in audited.lock.files:
+        if entry.mtime_ns is None:
+            continue  # a lock written before times were recorded
+        try:
+            stat = (audited.folder.path / entry.name).stat()
+        except OSError:
+            continue
+        moved = abs(stat.st_mtime_ns - entry.mtime_ns) > TIME_TOLERANCE_NS
+        if stat.st_size == entry.size and moved:
+            message = (
+                f"{entry.name} has another time stamp than the lock file records (same size): "
+                "it may have been changed or copied without its times after the build"
+            )
+            yield finding("BA404", (entry.name,), message)
+
+
+def file_removed(audited: Audited) -> Iterator[Finding]:
+    if not audited.lock:
+        return
+    listed = [entry.name for entry in audited.lock.files]
+    if audited.lock.app and audited.lock.app not in listed:
+        listed.append(audited.lock.app)
+    for name in listed:
+        if not (audited.folder.path / name).is_file():
+            yield finding("BA402", (name,), f"{name} is listed in the lock file but absent")
+
+
+def file_added(audited: Audited) -> Iterator[Finding]:
+    if not audited.lock:
+        return
+    listed = {entry.name for entry in audited.lock.files} | {audited.lock.app or ""}
+    for name in filter(is_pe_name, audited.folder.names):
+        info = audited.folder.pe.get(name)
+        if info is not None and info.managed and info.is_dll:
+            continue  # the app's own .NET assemblies: bundle never places them
+        if name not in listed:
+            yield finding("BA403", (name,), f"{name} is not in the lock file")
+
+
+CHECKS: dict[str, CheckFunction] = {
+    "BA001": unreadable_files,
+    "BA101": missing_at_start,
+    "BA102": missing_later,
+    "BA103": provider_fails,
+    "BA104": providers_shared_missing,
+    "BA105": vc_runtime_part_missing,
+    "BA201": cuda_version_mismatch,
+    "BA202": vc_runtime_too_old,
+    "BA203": cudnn_mixed_builds,
+    "BA204": debug_crt,
+    "BA205": wrong_machine,
+    "BA301": driver_dll_shipped,
+    "BA302": os_component_shipped,
+    "BA303": unreferenced_dll,
+    "BA304": case_clash,
+    "BA305": system32_shadowing,
+    "BA401": hash_mismatch,
+    "BA402": file_removed,
+    "BA403": file_added,
+    "BA404": time_changed,
+}

@@ -1,0 +1,193 @@
+"""Read/decide layer of the audit: the folder as the audit reads it, what every check reads
+(`Audited`), and the report every view reads (`AuditReport`, with the restore list)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bundler import __version__
+from bundler.errors import ExitCode, InputFileError
+from bundler.findings import Finding, Severity
+from bundler.lock import Lock, LockedFile
+from bundler.pe import PEInfo, is_pe_candidate, read_pe
+from bundler.plan import Plan, Status
+from bundler.profiles import (
+    Profile,
+    dll_key,
+)
+from bundler.system import SystemPolicy
+
+if TYPE_CHECKING:
+    from bundler.audit.loadproof import LoadProof
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class FolderFiles:
+    """A folder as the audit sees it: every top-level file name, each PE file read once."""
+
+    path: Path
+    names: tuple[str, ...]  # every top-level file, as spelled on disk, sorted
+    pe: dict[str, PEInfo]  # file name -> what it says about itself
+    unreadable: dict[str, str]  # file name -> why it cannot be read
+
+    def read(self, path: Path) -> PEInfo:
+        """The resolver's reader: the scan's result, so no file is parsed twice and an
+        unreadable one fails the same way for the resolver as it did for the scan."""
+        if path.name in self.unreadable:
+            raise InputFileError(self.unreadable[path.name])
+        return self.pe[path.name] if path.name in self.pe else read_pe(path)
+
+
+def is_pe_name(name: str) -> bool:
+    return is_pe_candidate(name) or name.lower().endswith(".exe")
+
+
+def scan_folder(folder: Path) -> FolderFiles:
+    """Top level only, as the loader sees an app folder. A file that should be a PE image and
+    is not readable is kept with its error: it is reported, never skipped."""
+    names = tuple(sorted(entry.name for entry in os.scandir(folder) if entry.is_file()))
+    pe: dict[str, PEInfo] = {}
+    unreadable: dict[str, str] = {}
+    for name in filter(is_pe_name, names):
+        try:
+            pe[name] = read_pe(folder / name)
+        except InputFileError as exc:
+            unreadable[name] = exc.message
+    return FolderFiles(folder, names, pe, unreadable)
+
+
+@dataclass(frozen=True)
+class Audited:
+    """What every check reads: the folder, the profile and policy, the Plan resolved from the
+    folder alone, and the lock file (`verify`: hash every file against it)."""
+
+    folder: FolderFiles
+    profile: Profile
+    policy: SystemPolicy
+    plan: Plan
+    lock: Lock | None = None
+    verify: bool = False
+
+    @cached_property
+    def load_time(self) -> frozenset[str]:
+        """Keys the loader maps at start-up: the import closure of every root (the exes, and
+        what the host and ORT load first: the profile's roots)."""
+        keys: set[str] = set()
+        for root in self.plan.roots:
+            keys |= self.plan.import_closure(root).keys()
+        return frozenset(keys)
+
+    def name(self, key: str) -> str:
+        item = self.plan.file(key)
+        return item.name if item else key
+
+    @cached_property
+    def locked(self) -> dict[str, LockedFile]:
+        """The lock's entries by lower-case name (empty without a lock file)."""
+        return {dll_key(item.name): item for item in self.lock.files} if self.lock else {}
+
+
+CheckFunction = Callable[[Audited], Iterable[Finding]]
+
+
+@dataclass(frozen=True)
+class Restore:
+    """One file to put back into the folder: its artifact, where the build took it (the
+    lock's record) and the profile's pinned sources, so a pipeline can fetch exactly it.
+    `bundle build` into the same folder restores every one of them."""
+
+    name: str
+    artifact: str | None = None
+    version: str | None = None
+    origin: str | None = None  # the URL / wheel / folder the build took it from (lock file)
+    sha256: str | None = None  # the file's own hash (lock file)
+    sources: tuple[str, ...] = ()  # the profile artifact's pinned sources, as text
+    known_from: str | None = None  # "the lock file" / "the profile" / None: the folder shows it
+    note: str | None = None  # e.g. why no concrete file name could be given
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """The audit's document: every view (table, --json, later JUnit and HTML) reads this."""
+
+    folder: Path
+    lock: Path | None  # the lock file the folder was checked against (the folder's, or PATH)
+    profile: Profile
+    plan: Plan
+    files: int  # PE files read in the folder
+    findings: tuple[Finding, ...]
+    suppressed: tuple[Finding, ...] = ()  # matched an --ignore rule: shown, never counted
+    load_proof: LoadProof | None = None  # what the real loader said (--run)
+    archive: Path | None = None  # the .zip/.7z PATH was; `folder` is then its unpacked copy
+    signatures: bool = False  # the Authenticode signatures were checked (--signatures)
+    verified: bool = False  # every locked file was hashed (--verify, or PATH was the lock)
+    restore: tuple[Restore, ...] = ()  # the exact files to put back, with where they come from
+    tool_version: str = __version__
+
+    def count(self, severity: Severity) -> int:
+        return sum(1 for item in self.findings if item.severity is severity)
+
+    def exit_code(self, strict: bool = False) -> ExitCode:
+        """0 clean (warnings and info allowed), 17 with errors, 18 with warnings and --strict."""
+        if self.count(Severity.ERROR):
+            return ExitCode.AUDIT_ERRORS
+        if strict and self.count(Severity.WARNING):
+            return ExitCode.AUDIT_WARNINGS
+        return ExitCode.OK
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "tool_version": self.tool_version,
+            "folder": str(self.folder),
+            "archive": str(self.archive) if self.archive else None,
+            "lock": str(self.lock) if self.lock else None,
+            "hashes_verified": self.verified,
+            "profile": self.profile.name,
+            "summary": {
+                **{severity.value: self.count(severity) for severity in Severity},
+                "files": self.files,
+            },
+            "findings": [_finding_dict(item) for item in self.findings],
+            "suppressed": [_finding_dict(item) for item in self.suppressed],
+            "load_proof": self.load_proof.to_dict() if self.load_proof else None,
+            "signatures_checked": self.signatures,
+            "restore": [asdict(item) for item in self.restore],
+            "plan": plan_summary(self.plan),
+        }
+
+
+def _finding_dict(item: Finding) -> dict[str, Any]:
+    check = item.check
+    return {
+        "code": item.code,
+        "name": check.name,
+        "severity": item.severity.value,
+        "title": check.title,
+        "files": list(item.files),
+        "message": item.message,
+        "fix": item.fix,
+        "details": list(item.details),
+        "inferred_from": list(item.inferred),
+    }
+
+
+def plan_summary(plan: Plan) -> dict[str, Any]:
+    """The Plan in brief: what the folder provides and what the target must provide."""
+    bundled = plan.with_status(Status.BUNDLED)
+    return {
+        "architecture": plan.architecture,
+        "min_windows": plan.min_windows,
+        "roots": list(plan.roots),
+        "statuses": {status.value: len(plan.with_status(status)) for status in Status},
+        "bundled_bytes": sum(item.size or 0 for item in bundled),
+        "missing": sorted(item.name for item in plan.missing),
+        "driver": sorted(item.name for item in plan.with_status(Status.DRIVER)),
+    }

@@ -1,0 +1,221 @@
+"""Act layer: `bundle audit`, running one.
+
+`bundle audit`: judge a shipped folder the way the customer's machine will see it.
+
+The folder is resolved by the resolver `deps` and `build` use (bundler.resolve), against that
+folder and the Windows system policy only: never PATH, never the download cache. The exes in
+the folder, the profile's roots and its runtime rules give the closure; the resulting Plan then
+says what the loader will find there and what it will not. Each check is one small function
+over that Plan and the folder's files returning findings of one catalogue code
+(bundler.findings): a new check is a catalogue entry plus a function in CHECKS.
+
+What is expected does not depend on what happens to be present: a DLL that is gone still
+needs what it would have loaded. Its import tables come from the lock file in the folder
+(recorded by the build), else from the profile's [[files]] (measured on the pinned DLLs), and
+a rule's pattern becomes the concrete file name recorded there. Findings that rest on such a
+record say so (`Finding.inferred`), and the report ends with the exact files to restore.
+
+With a lock file (in the folder, or given as PATH) the folder is also checked against it:
+absent, added, resized or re-timed files. Hashing every file is opt-in (`verify`; implied when
+PATH is the lock file itself), so that an audit stays cheaper than one `objdump -p`.
+
+Act layer: it reads the folder, and with `verify` hashes every file the lock lists. It writes
+nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bundler.acquire.extract import unpack_all
+from bundler.audit.checks import CHECKS
+from bundler.audit.report import Audited, AuditReport, FolderFiles, is_pe_name, scan_folder
+from bundler.audit.restore import restore_list
+from bundler.audit.suppressions import Suppression, ordered, suppress
+from bundler.errors import ArchiveError, InputFileError
+from bundler.findings import Finding
+from bundler.lock import LOCK_NAME, Lock, read_lock
+from bundler.plan import Plan, Status
+from bundler.profiles import (
+    DEFAULT_PROFILE,
+    Profile,
+    dll_key,
+    load_profile,
+)
+from bundler.resolve import Recorded, resolve
+from bundler.system import SystemPolicy, load_system_policy
+from bundler.vcruntime import VC_RUNTIME_DLLS
+
+if TYPE_CHECKING:
+    pass
+
+ARCHIVE_SUFFIXES = (".zip", ".7z")
+LOCK_RECORD = "the lock file"
+PROFILE_RECORD = "the profile"
+
+
+def audit(
+    path: Path,
+    profile_name: str | None = None,
+    ignore: Sequence[Suppression] = (),
+    verify: bool = False,
+) -> AuditReport:
+    """Audit PATH, a bundle folder or its bundle.lock.json. The profile is `profile_name`,
+    else the one the lock file records, else the default profile. Findings matching an
+    `ignore` rule are moved to `suppressed`. Hashes are checked with `verify`, or when PATH
+    is the lock file. An archive is unpacked first: see unpacked()."""
+    folder, lock_path = locate(path)
+    lock_file = lock_path or folder / LOCK_NAME
+    lock = read_lock(lock_file)
+    profile = load_profile(profile_name or (lock.profile if lock else DEFAULT_PROFILE))
+    policy = load_system_policy()
+    files = scan_folder(folder)
+    plan = resolve_folder(files, profile, policy, lock)
+    hashed = lock is not None and (verify or lock_path is not None)
+    audited = Audited(files, profile, policy, plan, lock, verify=hashed)
+    kept, suppressed = suppress(run_checks(audited), ignore)
+    return AuditReport(
+        folder,
+        lock_file if lock else None,
+        profile,
+        plan,
+        len(files.pe),
+        kept,
+        suppressed,
+        verified=hashed,
+        restore=restore_list(audited),
+    )
+
+
+def is_archive(path: Path) -> bool:
+    return path.suffix.lower() in ARCHIVE_SUFFIXES
+
+
+@contextmanager
+def unpacked(archive: Path) -> Iterator[tuple[Path, str]]:
+    """The audit target inside a .zip/.7z as shipped, and the folder's path inside the archive
+    ("" for its top level). Every member is unpacked (with the cache's safety checks) into a
+    scratch folder removed afterwards. The bundle folder is the archive's one top-level folder
+    (what `bundle build --archive` writes), else its top level; its bundle.lock.json, when
+    there is one, is the target, so the hashes get checked."""
+    if not archive.is_file():
+        what = "does not exist" if not archive.exists() else "is not a file"
+        raise InputFileError(f"{archive}: {what}; give a .zip or .7z of a bundle folder.")
+    with tempfile.TemporaryDirectory(prefix="bundle-audit-") as scratch:
+        tree = Path(scratch)
+        try:
+            unpack_all(archive, tree)
+        except ArchiveError as exc:
+            reason = exc.message.split("; ")[0]
+            raise ArchiveError(
+                f"{reason}; it cannot be audited. Rebuild it (bundle build --archive)."
+            ) from None
+        folder = shipped_folder(tree)
+        lock = folder / LOCK_NAME
+        yield (lock if lock.is_file() else folder), folder.relative_to(tree).as_posix()
+
+
+def shipped_folder(tree: Path) -> Path:
+    entries = list(tree.iterdir())
+    if len(entries) == 1 and entries[0].is_dir():
+        return entries[0]
+    return tree
+
+
+def as_archived(report: AuditReport, archive: Path, inner: str) -> AuditReport:
+    """The report of an unpacked archive, naming places inside the archive instead of the
+    scratch folder that is gone once the audit ends."""
+    folder = archive / inner if inner not in ("", ".") else archive
+    lock = folder / LOCK_NAME if report.lock else None
+    return replace(report, folder=folder, lock=lock, archive=archive)
+
+
+def locate(path: Path) -> tuple[Path, Path | None]:
+    """(the folder, the lock file to verify against, if PATH is one)."""
+    if path.is_dir():
+        return path, None
+    if path.is_file() and path.suffix.lower() == ".json":
+        return path.parent, path
+    what = "does not exist" if not path.exists() else "is neither a folder nor a lock file"
+    raise InputFileError(
+        f"{path}: {what}; give a bundle folder, its {LOCK_NAME}, or a .zip/.7z of it."
+    )
+
+
+def resolve_folder(
+    files: FolderFiles, profile: Profile, policy: SystemPolicy, lock: Lock | None
+) -> Plan:
+    """The closure as the folder provides it: searched in the folder alone (the resolver
+    adds the system policy), the roots being the folder's exes of the profile's machine (not an
+    installer the build placed, such as vc_redist.x64.exe) plus the profile's roots."""
+    installers = {item.name for item in lock.files if item.kind == "installer"} if lock else set()
+    apps = [
+        info
+        for name, info in files.pe.items()
+        if name.lower().endswith(".exe")
+        and name not in installers
+        and info.runs_as(profile.architecture)  # a .NET AnyCPU exe runs as x64
+    ]
+    records = recorded_files(profile, lock)
+    plan = resolve(apps, profile, policy, [files.path], reader=files.read, records=records)
+    mode = lock.vc_runtime if lock else profile.vc_runtime
+    return installed_by_redist(plan) if mode == "installer" else plan
+
+
+def recorded_files(profile: Profile, lock: Lock | None) -> dict[str, Recorded]:
+    """Every DLL known without reading it, by key: the lock's bundled DLLs (its import tables
+    as the build read them) over the profile's [[files]] (measured on the pinned artifacts). A
+    lock written before imports were recorded still names its files; their import tables
+    then come from the profile where it has them."""
+    records = {
+        dll_key(item.name): Recorded(item.name, item.imports, item.delay_imports, PROFILE_RECORD)
+        for item in profile.files
+    }
+    for entry in lock.files if lock else ():
+        if entry.kind != "bundled" or "/" in entry.name:
+            continue
+        key = dll_key(entry.name)
+        if entry.imports is None and key in records:
+            records[key] = replace(records[key], name=entry.name, origin=LOCK_RECORD)
+            continue
+        imports, delayed = entry.imports or (), entry.delay_imports or ()
+        records[key] = Recorded(entry.name, imports, delayed, LOCK_RECORD)
+    return records
+
+
+def installed_by_redist(plan: Plan) -> Plan:
+    """--vc-runtime installer: vc_redist.x64.exe installs the VC++ runtime on the target, so
+    its absence from the folder is by design, not a missing DLL."""
+    files = tuple(
+        replace(item, status=Status.REDIST, note="installed by vc_redist.x64.exe")
+        if item.key in VC_RUNTIME_DLLS and item.status is Status.MISSING
+        else item
+        for item in plan.files
+    )
+    return replace(plan, files=files)
+
+
+def run_checks(audited: Audited) -> tuple[Finding, ...]:
+    """Every check's findings, errors first, then by code and file."""
+    return ordered(item for check in CHECKS.values() for item in check(audited))
+
+
+def with_signatures(report: AuditReport, ignore: Sequence[Suppression] = ()) -> AuditReport:
+    """--signatures: every PE file of the folder's Authenticode signature (BA601, BA602)."""
+    from bundler.signatures import signature_findings
+
+    names = [entry.name for entry in os.scandir(report.folder) if entry.is_file()]
+    found = signature_findings(report.folder, filter(is_pe_name, names), report.profile)
+    kept, suppressed = suppress(found, ignore)
+    return replace(
+        report,
+        findings=ordered([*report.findings, *kept]),
+        suppressed=(*report.suppressed, *suppressed),
+        signatures=True,
+    )

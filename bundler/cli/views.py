@@ -1,0 +1,551 @@
+"""Text views of a Plan and of profiles, for people. Pure: they return strings; the CLI prints.
+
+The dependency tree shows what ships (bundled), what must exist on the target (driver) and what
+is missing; system DLLs and API sets would repeat under every node, so they are summarised once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bundler.findings import SEVERITY_ORDER, Finding, Severity
+from bundler.lock import LOCK_NAME
+from bundler.plan import EDGE_LABELS, Edge, EdgeKind, Plan, PlanFile, Status
+from bundler.render.postbuild import PLACEHOLDER
+
+if TYPE_CHECKING:  # type hints only: importing views must not import every command's modules
+    from bundler.acquire.artifacts import Acquired
+    from bundler.acquire.cache import CacheEntry
+    from bundler.audit.explain import Explanation
+    from bundler.audit.report import AuditReport
+    from bundler.profiles import Profile
+    from bundler.render.iss import IssResult
+    from bundler.render.postbuild import PostbuildResult
+    from bundler.rules.derive.catalogue import Entry
+    from bundler.rules.derive.outdated import Outdated
+    from bundler.rules.drift import DriftReport
+    from bundler.rules.scan import ScanResult
+    from bundler.ship.build import BuildResult
+    from bundler.ship.msbuild import MsbuildResult
+
+TREE_STATUSES = (Status.APP, Status.BUNDLED, Status.DRIVER, Status.MISSING)
+
+
+def human_size(size: int | None) -> str:
+    if size is None:
+        return "-"
+    value = float(size)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{size} B"
+
+
+def _label(item: PlanFile, edge: Edge | None) -> str:
+    parts = [item.name, item.status.value]
+    if item.status in (Status.APP, Status.BUNDLED):
+        parts += [human_size(item.size), item.file_version or "no version"]
+    if item.managed:
+        parts.append("managed (.NET)")
+    if edge is not None:
+        parts.append(f"({EDGE_LABELS[edge.kind]})")
+    if item.note:
+        parts.append(f"- {item.note}")
+    return "  ".join(parts)
+
+
+class TreeView:
+    """Depth-first tree from each root; a DLL is expanded once and referenced afterwards."""
+
+    def __init__(self, plan: Plan, show_system: bool = False) -> None:
+        self.plan = plan
+        self.statuses = set(Status) if show_system else set(TREE_STATUSES)
+        self.expanded: set[str] = set()
+        self.lines: list[str] = []
+
+    def render(self) -> str:
+        for root in self.plan.roots:
+            item = self.plan.file(root)
+            if item is None:
+                continue
+            root_edge = next(
+                (e for e in self.plan.edges if e.child == root and e.parent is None), None
+            )
+            repeat = " (see above)" if root in self.expanded else ""
+            self.lines.append(_label(item, root_edge) + repeat)
+            self._children(root, "")
+        return "\n".join(self.lines)
+
+    def _children(self, key: str, indent: str) -> None:
+        if key in self.expanded:
+            return
+        self.expanded.add(key)
+        edges = [e for e in self.plan.children(key) if self._shown(e.child)]
+        for number, edge in enumerate(edges):
+            last = number == len(edges) - 1
+            child = self.plan.file(edge.child)
+            assert child is not None
+            repeat = (
+                " (see above)"
+                if edge.child in self.expanded and self.plan.children(edge.child)
+                else ""
+            )
+            self.lines.append(f"{indent}{'└─ ' if last else '├─ '}{_label(child, edge)}{repeat}")
+            self._children(edge.child, indent + ("   " if last else "│  "))
+
+    def _shown(self, key: str) -> bool:
+        item = self.plan.file(key)
+        return item is not None and item.status in self.statuses
+
+
+def summary(plan: Plan) -> str:
+    bundled = plan.with_status(Status.BUNDLED)
+    total = sum(item.size or 0 for item in bundled)
+    lines = [f"Profile {plan.profile} ({plan.architecture}, Windows >= {plan.min_windows})"]
+    lines.append(f"Bundled: {len(bundled)} DLLs, {human_size(total)}")
+    for item in sorted(bundled, key=lambda i: i.key):
+        lines.append(f"  {item.name:<42} {human_size(item.size):>10}  {item.source}")
+    lines.append(_names("System (part of Windows, not shipped)", plan, Status.SYSTEM))
+    api_sets = plan.with_status(Status.API_SET)
+    lines.append(f"API sets (resolved by Windows, not shipped): {len(api_sets)} names")
+    lines.append(_names("Driver (required on the target, never shipped)", plan, Status.DRIVER))
+    lines.append(_names("Missing", plan, Status.MISSING))
+    lines += [f"Note: {finding.message}" for finding in plan.findings]
+    return "\n".join(lines)
+
+
+def _names(title: str, plan: Plan, status: Status) -> str:
+    names = sorted(item.name for item in plan.with_status(status))
+    return f"{title}: {', '.join(names) if names else 'none'}"
+
+
+def why(plan: Plan, name: str) -> str:
+    item = plan.file(name)
+    assert item is not None
+    chains = plan.chains_to(name)
+    where = f" (from {item.source})" if item.source and item.status == Status.BUNDLED else ""
+    lines = [f"{item.name} is {item.status.value}{where}; {len(chains)} chain(s) need it:"]
+    for chain in chains:
+        lines.append("  " + plan.chain_text(chain, item.key))
+    rules = {edge.detail for chain in chains for edge in chain if edge.kind == EdgeKind.RUNTIME}
+    lines += [f"  runtime rule: {detail}" for detail in sorted(d for d in rules if d)]
+    return "\n".join(lines)
+
+
+AUDIT_DETAIL_LINES = 5
+
+
+def audit_table(report: AuditReport) -> str:
+    """Findings grouped by severity, errors first, each with its code, message, the first
+    detail lines (--json has them all) and its fix; then the verdict."""
+    lines = _audit_heading(report)
+    for severity in SEVERITY_ORDER:
+        found = [item for item in report.findings if item.severity is severity]
+        if found:
+            lines += ["", f"{severity.value.upper()} ({len(found)})"]
+            for item in found:
+                lines += _finding_lines(item)
+    if report.suppressed:
+        lines += ["", f"SUPPRESSED by --ignore ({len(report.suppressed)}, not counted)"]
+        lines += [f"  {item.code}  {item.message}" for item in report.suppressed]
+    if report.load_proof is not None:
+        lines += ["", *report.load_proof.summary_lines()]
+    counts = ", ".join(_count(report.count(severity), severity) for severity in SEVERITY_ORDER)
+    lines += ["", f"{len(report.findings)} finding(s): {counts}"]
+    lines += _restore_lines(report)
+    return "\n".join(lines)
+
+
+def _restore_lines(report: AuditReport) -> list[str]:
+    """The exact files to put back, each with where it comes from; last, so it is what a
+    user reads first at the bottom of a long report."""
+    if not report.restore:
+        return []
+    lines = [
+        "",
+        f"RESTORE ({len(report.restore)} file(s); `bundle build` into this folder puts them back):",
+    ]
+    for item in report.restore:
+        where = f"artifact {item.artifact}" if item.artifact else "no artifact of the profile"
+        if item.version:
+            where += f" {item.version}"
+        if item.origin:
+            where += f", taken from {item.origin}"
+        known = f"; need inferred from {item.known_from}" if item.known_from else ""
+        note = f" ({item.note})" if item.note else ""
+        lines.append(f"  {item.name}{note}  [{where}{known}]")
+    return lines
+
+
+def _count(number: int, severity: Severity) -> str:
+    plural = "s" if number != 1 and severity is not Severity.INFO else ""
+    return f"{number} {severity.value}{plural}"
+
+
+def _audit_heading(report: AuditReport) -> list[str]:
+    plan = report.plan
+    bundled = plan.with_status(Status.BUNDLED)
+    size = human_size(sum(item.size or 0 for item in bundled))
+    if report.lock is None:
+        lock = "no lock file to check against"
+    elif report.verified:
+        lock = f"hashes verified against {report.lock.name}"
+    else:
+        lock = f"sizes and times checked against {report.lock.name} (--verify hashes)"
+    unpacked = " (unpacked from the archive)" if report.archive else ""
+    lines = [
+        f"Audit of {report.folder}{unpacked} for {plan.profile} ({plan.architecture}, "
+        f"Windows >= {plan.min_windows})",
+        f"  {report.files} PE files read; {len(bundled)} DLLs needed and present ({size}), "
+        f"{len(plan.missing)} missing; {lock}",
+    ]
+    drivers = sorted(item.name for item in plan.with_status(Status.DRIVER))
+    if drivers:
+        lines.append(f"  required on the target, never shipped: {', '.join(drivers)}")
+    return lines
+
+
+def _finding_lines(item: Finding) -> list[str]:
+    indent = " " * 9
+    shown = item.details[:AUDIT_DETAIL_LINES]
+    lines = [f"  {item.code}  {item.message}"] + [indent + line for line in shown]
+    if len(item.details) > len(shown):
+        lines.append(f"{indent}... and {len(item.details) - len(shown)} more (--json lists all)")
+    lines.append(f"{indent}fix: {item.fix}")
+    return lines
+
+
+def audit_json(report: AuditReport) -> str:
+    return json.dumps(report.to_dict(), indent=2)
+
+
+def explain_json(explanation: Explanation, folder: Path) -> str:
+    return json.dumps({"folder": str(folder), **explanation.to_dict()}, indent=2)
+
+
+def explain_text(explanation: Explanation, folder: Path) -> str:
+    """The error-126 explainer: the verdict, the chain to the first missing link, who supplies
+    it, and what the target itself must provide."""
+    dll, missing = explanation.dll, explanation.missing
+    if missing is None:
+        lines = [f"{dll} would load from {folder}: its whole closure is there"]
+    elif explanation.at_start:
+        lines = [f"{dll} would fail to load from {folder} (error 126): {missing} is missing"]
+    else:
+        lines = [
+            f"{dll} would load from {folder}, but the first operation that loads {missing} "
+            "fails: it is missing (loaded at run time, no import table shows it)"
+        ]
+    if missing is not None:
+        lines += _explain_missing(explanation, missing)
+    if explanation.driver:
+        lines.append(f"  the GPU driver must provide: {', '.join(explanation.driver)}")
+    if explanation.system:
+        lines.append(f"  Windows provides: {', '.join(explanation.system)}")
+    if explanation.redist:
+        lines.append(f"  vc_redist provides: {', '.join(explanation.redist)}")
+    return "\n".join(lines)
+
+
+def _explain_missing(explanation: Explanation, missing: str) -> list[str]:
+    lines = [f"  chain: {explanation.chain}"]
+    if explanation.note:
+        lines.append(f"  a file of that name is there but unusable: {explanation.note}")
+    supplier = explanation.supplier
+    if supplier is None:
+        lines.append(f"  supplied by: no artifact of {explanation.profile} provides {missing}")
+    else:
+        lines.append(
+            f"  supplied by: artifact {supplier.artifact} {supplier.version} of "
+            f"{explanation.profile}, pinned sources:"
+        )
+        lines += [f"    {source}" for source in supplier.sources]
+    if explanation.also_missing:
+        lines.append(f"  also missing in its closure: {', '.join(explanation.also_missing)}")
+    lines.append(
+        f"  fix: put {missing} next to {explanation.dll} "
+        f"(bundle build --profile {explanation.profile} does)"
+    )
+    return lines
+
+
+def profile_table(entries: list[Entry], default: str) -> str:
+    """One line a profile, newest release first: release, flavour, CUDA, cuDNN, the size of
+    its DLLs (recorded in [[files]]) and the name to pass to --profile."""
+    rows = [("release", "flavour", "CUDA", "cuDNN", "size", "profile")]
+    for item in sorted(entries, key=_newest_first):
+        flavour = item.name.removeprefix(f"ort-{item.release}-")
+        if item.name == default:
+            flavour += " (default)"
+        size = human_size(item.size) if item.size else "-"
+        rows.append((item.release, flavour, item.cuda or "-", item.cudnn or "-", size, item.name))
+    widths = [max(len(row[column]) for row in rows) for column in range(5)]
+    return "\n".join(
+        "  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[5]])
+        for row in rows
+    )
+
+
+def _newest_first(item: Entry) -> tuple[tuple[int, ...], str]:
+    parts = tuple(-int(part) for part in item.release.split(".") if part.isdigit())
+    return parts, item.name
+
+
+def outdated_text(report: Outdated) -> str:
+    lines = [f"Releases on {report.index_url} against the shipped profiles:"]
+    for package, releases in report.checked.items():
+        lines.append(f"  {package}: {', '.join(releases) or 'none'}")
+    if report.current:
+        return "\n".join([*lines, "the catalogue is current"])
+    if report.missing:
+        lines += ["", f"MISSING PROFILES ({len(report.missing)}):"]
+        lines += [f"  {m.package} {m.release}: {m.command}" for m in report.missing]
+    if report.components:
+        lines += ["", f"NEWER COMPONENT RELEASES ({len(report.components)}):"]
+        lines += [
+            f"  {c.package} {c.newest} (flavour {c.flavour} pins {c.pinned} at most): add a "
+            "component set"
+            for c in report.components
+        ]
+    return "\n".join(lines)
+
+
+def outdated_json(report: Outdated) -> str:
+    return json.dumps(report.to_dict(), indent=2)
+
+
+def profile_list_json(entries: list[Entry], default: str) -> str:
+    rows = [{**dataclasses.asdict(item), "default": item.name == default} for item in entries]
+    return json.dumps({"schema_version": 1, "profiles": rows}, indent=2)
+
+
+def profile_json(profile: Profile) -> str:
+    data = dataclasses.asdict(profile)
+    data["path"] = str(profile.path)
+    return json.dumps({"schema_version": 1, **data}, indent=2)
+
+
+def profile_detail(profile: Profile) -> str:
+    lines = [
+        f"{profile.name}: {profile.description}",
+        f"  file:         {profile.path}",
+        f"  architecture: {profile.architecture}",
+        f"  min Windows:  {'.'.join(str(p) for p in profile.min_windows)}",
+        f"  VC runtime:   {profile.vc_runtime}",
+        f"  roots:        {', '.join(profile.roots)}",
+        f"  driver DLLs:  {', '.join(profile.driver_dlls) or 'none'}",
+        "  runtime rules (LoadLibrary at run time):",
+    ]
+    for rule in profile.runtime_rules:
+        lines.append(f"    {rule.trigger} -> {', '.join(rule.loads)}")
+        lines.append(f"      why: {rule.why}")
+    lines.append("  artifacts:")
+    for artifact in profile.artifacts:
+        kinds = ", ".join(source.kind for source in artifact.sources)
+        lines.append(
+            f"    {artifact.name} {artifact.version} [{kinds}]: {', '.join(artifact.provides)}"
+        )
+    return "\n".join(lines)
+
+
+def acquired_table(acquired: Sequence[Acquired]) -> str:
+    rows = [("artifact", "source", "size", "sha256", "state")]
+    for item in acquired:
+        state = "cached" if item.cached else "fresh"
+        digest = item.sha256 or "-"
+        rows.append(
+            (f"{item.artifact} {item.version}", item.source, human_size(item.size), digest, state)
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        for row in rows
+    ]
+    for item in acquired:
+        lines.append(f"{item.artifact}: from {item.origin}")
+        lines += [f"  skipped {reason}" for reason in item.skipped]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def acquired_json(acquired: Sequence[Acquired]) -> str:
+    def plain(item: Acquired) -> dict[str, object]:
+        data = dataclasses.asdict(item)
+        data["folder"] = str(item.folder)
+        data["dll_folders"] = [str(folder) for folder in item.dll_folders]
+        return data
+
+    return json.dumps({"schema_version": 1, "artifacts": [plain(a) for a in acquired]}, indent=2)
+
+
+def cache_table(root: Path, entries: Sequence[CacheEntry]) -> str:
+    lines = [f"cache: {root}"]
+    for entry in entries:
+        names = ", ".join(entry.names) or "?"
+        lines.append(f"  {entry.sha256[:16]}  {human_size(entry.size):>10}  {names}")
+    total = sum(entry.size for entry in entries)
+    lines.append(f"{len(entries)} archive(s), {human_size(total)}")
+    return "\n".join(lines)
+
+
+def build_report(result: BuildResult) -> str:
+    c = result.counters
+    verb = "Would deploy" if result.dry_run else "Deployed"
+    lines = [
+        f"{verb} {len(result.deployment.steps)} files for {result.plan.profile} into {result.out}"
+    ]
+    if result.dry_run:
+        for step in result.deployment.steps:
+            reason = f" ({step.reason})" if step.reason else ""
+            lines.append(f"  {step.action:<7} {step.placement.name}{reason}")
+        lines += [f"  remove  {name} (--clean)" for name in result.deployment.removals]
+    else:
+        lines.append(
+            f"  copied {c.copied} ({human_size(c.bytes_written)}), linked {c.linked}, "
+            f"unchanged {c.skipped}, removed {c.removed}; hashed {c.hashed} files"
+        )
+        lines.append(f"  lock file: {result.out / LOCK_NAME}")
+    if result.deployment.stale:
+        names = ", ".join(result.deployment.stale)
+        lines.append(
+            f"  no longer needed (an earlier build wrote them; --clean removes them): {names}"
+        )
+    drivers = result.lock.driver_requirements
+    if drivers:
+        lines.append(f"  required on the target, never shipped: {', '.join(drivers)} (GPU driver)")
+    redist = result.plan.with_status(Status.REDIST)
+    if redist:
+        lines.append(f"  installed by vc_redist.x64.exe: {', '.join(i.name for i in redist)}")
+    if result.iss is not None:
+        lines += ["  " + line for line in iss_report(result.iss).splitlines()]
+    if result.postbuild is not None:
+        lines += ["  " + line for line in postbuild_report(result.postbuild).splitlines()]
+    if result.archive is not None:
+        archive = result.archive
+        lines.append(
+            f"  archive: {archive.path} ({archive.members} files, "
+            f"{human_size(archive.archive_size)}, sha256 {archive.sha256})"
+        )
+    return "\n".join(lines)
+
+
+def msbuild_report(result: MsbuildResult) -> str:
+    """What the folder holds, what this run did, and how a project uses it."""
+    files, c = result.lock.files, result.counters
+    dlls = sum(1 for item in files if item.kind == "bundled")
+    headers = sum(1 for item in files if item.kind == "sdk" and item.name.startswith("include/"))
+    libraries = [item.name for item in files if item.kind == "sdk" and item.name.startswith("lib/")]
+    props, targets = (path.name for path in result.files.paths)
+    lines = [
+        f"Laid out {result.out} for {result.plan.profile}: {dlls} DLLs in bin/, {headers} "
+        f"headers in include/, {', '.join(libraries)}",
+        f"  copied {c.copied} ({human_size(c.bytes_written)}), linked {c.linked}, "
+        f"unchanged {c.skipped}, removed {c.removed}; hashed {c.hashed} files",
+        f"  lock file: {result.out / LOCK_NAME}",
+        f"  MSBuild: {props}, {targets} ({len(result.files.changed)} written, "
+        f"{len(result.files.paths) - len(result.files.changed)} unchanged)",
+        f"  in a .vcxproj: import {props} near the top and {targets} near the end",
+        f"  or a post-build event: {result.postbuild.event.name} calls "
+        f"{result.postbuild.script.name} ({result.postbuild.dlls} DLLs)",
+    ]
+    drivers = result.lock.driver_requirements
+    if drivers:
+        lines.append(f"  required on the target, never shipped: {', '.join(drivers)} (GPU driver)")
+    return "\n".join(lines)
+
+
+def iss_report(result: IssResult) -> str:
+    spanning = ", split into slices (DiskSpanning)" if result.disk_spanning else ""
+    lines = [f"Inno Setup script: {result.path} ({result.files} files{spanning})"]
+    if result.app_version is None:
+        lines.append(
+            "  note: the app has no version resource and none was given (--app-version or "
+            "[render] app_version in bundle.toml): the setup shows no version"
+        )
+    lines.append(f'  compile it with: iscc "{result.path}"')
+    return "\n".join(lines)
+
+
+def postbuild_report(result: PostbuildResult) -> str:
+    """Where the post-build step is, how to run it, and what the event still needs."""
+    lines = [
+        f"post-build step: {result.script} ({result.dlls} DLLs; {result.licenses} licence "
+        "files with /LICENSES)",
+        f'  run it as: "{result.script}" TARGET_DIR [/LICENSES]',
+        f"  MSBuild post-build event: {result.event}",
+    ]
+    if not result.project_relative:
+        lines += [
+            f"  note: replace {PLACEHOLDER} in the event with this folder's path relative to "
+            "your project,",
+            "    or give bundle the project's folder ([render] project_dir, or bundle render "
+            "postbuild --project-dir)",
+        ]
+    return "\n".join(lines)
+
+
+def build_json(result: BuildResult) -> str:
+    data = {
+        "schema_version": 1,
+        "out": str(result.out),
+        "dry_run": result.dry_run,
+        "counters": dataclasses.asdict(result.counters),
+        "steps": [
+            {"name": s.placement.name, "action": s.action, "reason": s.reason}
+            for s in result.deployment.steps
+        ],
+        "removed_by_clean": list(result.deployment.removals),
+        "stale": list(result.deployment.stale),
+        "lock": json.loads(result.lock.to_json()),
+        "iss": dataclasses.asdict(result.iss) if result.iss else None,
+        "archive": dataclasses.asdict(result.archive) if result.archive else None,
+        "postbuild": dataclasses.asdict(result.postbuild) if result.postbuild else None,
+        "plan": result.plan.to_dict(),
+    }
+    return json.dumps(data, indent=2, default=str)
+
+
+# --- bundle scan / bundle profiles check -------------------------------------------------------
+
+
+def scan_table(results: Sequence[ScanResult]) -> str:
+    """Per DLL: the runtime loads first (what a profile rule must cover), then the names kept
+    apart, each with its confidence and first evidence."""
+    lines: list[str] = []
+    for result in results:
+        loaders = ", ".join(result.loader_imports) or "none (no LoadLibrary import)"
+        lines += [f"{result.path.name}", f"  loader imports: {loaders}"]
+        for candidate in result.candidates:
+            first = candidate.evidence[0]
+            via = f" via {candidate.pattern!r}" if candidate.pattern else ""
+            more = f" (+{len(candidate.evidence) - 1})" if len(candidate.evidence) > 1 else ""
+            lines.append(
+                f"  {candidate.kind.value:<8} {candidate.name:<40} {candidate.confidence.value:<6}"
+                f" {first.encoding} @{first.offset:#x}{more}{via}"
+            )
+        lines += [f"  pattern  {item.text!r} matches no DLL" for item in result.unmatched_patterns]
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+def scan_json(results: Sequence[ScanResult]) -> str:
+    return json.dumps({"schema_version": 1, "files": [r.to_dict() for r in results]}, indent=2)
+
+
+def drift_table(report: DriftReport) -> str:
+    lines = [f"Runtime rules of {report.profile} against {len(report.scanned)} scanned DLLs"]
+    for item in report.drifts:
+        lines.append(f"  {item.kind.value}: {item.trigger} -> {item.name}")
+        lines.append(f"      {item.detail}")
+    failures = len(report.failures)
+    verdict = "agree" if not failures else f"disagree in {failures} place(s)"
+    lines.append(f"the rules and the binaries {verdict}")
+    return "\n".join(lines)
+
+
+def drift_json(report: DriftReport) -> str:
+    return json.dumps({"schema_version": 1, **report.to_dict()}, indent=2)

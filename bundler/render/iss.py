@@ -1,0 +1,199 @@
+"""Act layer: the Inno Setup script of a bundle, a view of its lock file.
+
+The script installs exactly the lock's payload (Lock.payload: the app, the bundled DLLs,
+licences/, vc_redist.x64.exe in installer mode, the lock file itself) with paths relative to
+the script's folder, so the folder can be moved or compiled elsewhere. Everything the script
+says comes from the lock (which the build derived from the Plan and the profile) plus the
+user's installer settings; nothing is looked up again. Rendering is deterministic: the same
+lock and settings give the same bytes (UTF-8 with BOM, CRLF, as Inno Setup's own files).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from bundler import __version__
+from bundler.errors import ConfigError
+from bundler.lock import LOCK_NAME, Lock, PayloadFile
+from bundler.render.engine import (
+    ISPP_INLINE_END,
+    ISPP_INLINE_START,
+    inno_directive,
+    relative_folder,
+    render,
+    write_text,
+)
+
+ISS_NAME = "setup.iss"
+TEMPLATE = "setup.iss.j2"
+DEFAULT_COMPRESSION = "lzma2"
+# Above this many payload bytes the setup is split into slices (DiskSpanning): one setup
+# file cannot exceed about 2.1 GB, and the compressed size is not known before compiling.
+SPAN_ABOVE = 2_000_000_000
+_COMPRESSION = re.compile(
+    r"none|zip(/[1-9])?|bzip(/[1-9])?|lzma2?(/(fast|normal|max|ultra|ultra64))?"
+)
+_NOT_IN_FILE_NAMES = re.compile(r'[\\/:*?"<>|]')
+_APP_ID_NAMESPACE = uuid.UUID("9f0b7a52-3c1e-5d4a-8b6e-2f1d0c9a7e31")  # bundle's own
+
+
+@dataclass(frozen=True)
+class IssSettings:
+    """What the user decides about the installer (flags, else bundle.toml [render])."""
+
+    app_name: str | None = None  # default: the exe's ProductName, else its name without .exe
+    app_version: str | None = None  # default: the exe's FileVersion (VS_VERSIONINFO)
+    publisher: str | None = None
+    app_id: str | None = None  # default: derived from the app name, stable across runs
+    compression: str = DEFAULT_COMPRESSION
+    shortcut: bool = False  # a Start-menu shortcut to the app
+    require_gpu: bool | None = None  # default: the profile's gpu_driver.require
+
+    def checked(self) -> IssSettings:
+        """The settings, validated before anything is built or written."""
+        if not _COMPRESSION.fullmatch(self.compression):
+            raise ConfigError(
+                f"installer compression '{self.compression}' is not one Inno Setup knows; "
+                "use lzma2 (the default), lzma2/fast, zip, zip/1 ... zip/9, bzip or none."
+            )
+        for text in (self.app_name, self.app_version, self.publisher, self.app_id):
+            if text is not None:
+                inno_directive(text)  # refuses what no Inno line can hold, before any work
+        if self.app_version is not None and not _version_info(self.app_version):
+            raise ConfigError(
+                f"app version '{self.app_version}' must start with up to four numbers "
+                "(1.2, 1.2.3, 1.2.3.4, optionally followed by text such as 1.2.3-rc1)."
+            )
+        return self
+
+
+@dataclass(frozen=True)
+class IssResult:
+    path: Path
+    app_version: str | None  # None: the script has no version (see the warning)
+    disk_spanning: bool
+    files: int
+
+
+def app_id_for(app_name: str) -> str:
+    """A GUID that depends only on the app's name (case-insensitive): every build of the same
+    app gets the same AppId, so a new setup upgrades the installed one instead of adding one."""
+    return "{" + str(uuid.uuid5(_APP_ID_NAMESPACE, app_name.lower())).upper() + "}"
+
+
+def write_iss(lock: Lock, bundle_dir: Path, script: Path, settings: IssSettings) -> IssResult:
+    """Render the script for the bundle in `bundle_dir` and write it to `script` atomically."""
+    if not lock.app:
+        raise ConfigError(
+            f"{bundle_dir / LOCK_NAME}: the lock file does not name the app (written by an "
+            "older bundle); run bundle build again, then render."
+        )
+    prefix = relative_folder(bundle_dir, script.parent)
+    values = iss_values(lock, settings, _payload_bytes(lock, bundle_dir), prefix)
+    write_text(script, render(TEMPLATE, **values), bom=True, newline="\r\n")
+    return IssResult(script, values["app_version"], values["disk_spanning"], len(values["files"]))
+
+
+def iss_values(
+    lock: Lock, settings: IssSettings, payload_bytes: int, source_prefix: str = "."
+) -> dict[str, Any]:
+    """Everything the template needs, computed here (pure), escaped by the template's filters."""
+    assert lock.app is not None
+    exe = PurePosixPath(lock.app)
+    name = settings.app_name or lock.app_product_name or exe.stem
+    version = settings.app_version or lock.app_file_version
+    spanning = payload_bytes > SPAN_ABOVE
+    redist = next((item.name for item in lock.files if item.kind == "installer"), None)
+    return {
+        "tool_version": __version__,
+        "lock_name": LOCK_NAME,
+        "profile": lock.profile,
+        "ispp_start": ISPP_INLINE_START,
+        "ispp_end": ISPP_INLINE_END,
+        "app_id": settings.app_id or app_id_for(name),
+        "app_name": name,
+        "dir_name": _NOT_IN_FILE_NAMES.sub("_", name),
+        "app_version": version,
+        "version_info": _version_info(version) if version else None,
+        "publisher": settings.publisher,
+        "app_exe": lock.app,
+        "shortcut": settings.shortcut,
+        "min_windows": lock.min_windows or "10.0",
+        "compression": settings.compression,
+        "disk_spanning": spanning,
+        "payload_bytes": payload_bytes,
+        "output_base": _file_stem(f"{name}-{version}-setup" if version else f"{name}-setup"),
+        "files": [_file_entry(entry, source_prefix) for entry in lock.payload()],
+        "vc_redist": redist,
+        **_vc_values(lock.vc_runtime_min),
+        "gpu": _gpu_values(lock, settings),
+    }
+
+
+def _file_entry(entry: PayloadFile, prefix: str) -> dict[str, Any]:
+    path = PurePosixPath(entry.name)
+    source = str(PurePosixPath(Path(prefix).as_posix()) / path) if prefix != "." else entry.name
+    if entry.kind == "installer":  # run from {tmp} by [Run], not installed
+        return {
+            "source": source,
+            "dest_root": "{tmp}",
+            "dest_sub": "",
+            "flags": "ignoreversion deleteafterinstall",
+            "check": "VCRuntimeNeeded",
+        }
+    sub = "" if str(path.parent) == "." else "/" + str(path.parent)
+    return {
+        "source": source,
+        "dest_root": "{app}",
+        "dest_sub": sub,
+        "flags": "ignoreversion",
+        "check": None,
+    }
+
+
+def _vc_values(minimum: str | None) -> dict[str, int]:
+    major, _, minor = (minimum or "14.0").partition(".")
+    return {"vc_major": int(major), "vc_minor": int(minor or 0)}
+
+
+def _gpu_values(lock: Lock, settings: IssSettings) -> dict[str, Any] | None:
+    driver = lock.gpu_driver
+    if driver is None:
+        return None
+    major, _, minor = driver.min_version.partition(".")
+    require = settings.require_gpu if settings.require_gpu is not None else driver.require
+    return {
+        "dll": driver.dll,
+        "cuda_major": driver.cuda_major,
+        "min_version": driver.min_version,
+        "min_number": int(major) * 100 + int(minor),
+        "source": driver.source,
+        "require": require,
+    }
+
+
+def _payload_bytes(lock: Lock, bundle_dir: Path) -> int:
+    """Sizes from the lock; the app and the lock file itself from disk (the lock has none)."""
+    sizes = {item.name: item.size for item in lock.files}
+    total = 0
+    for entry in lock.payload():
+        size = sizes.get(entry.name)
+        if size is None:
+            path = bundle_dir / entry.name
+            size = path.stat().st_size if path.is_file() else 0
+        total += size
+    return total
+
+
+def _version_info(version: str) -> str | None:
+    """The numeric part Windows puts in the setup's own version resource (up to 4 numbers)."""
+    match = re.match(r"\d{1,5}(\.\d{1,5}){0,3}", version)
+    return match.group(0) if match else None
+
+
+def _file_stem(text: str) -> str:
+    return re.sub(r"[^\w.-]+", "-", text).strip("-.") or "setup"

@@ -1,0 +1,296 @@
+"""`bundle profiles new`: derive a target profile for an ORT release from its PyPI wheels.
+
+The steps, each done by the module that owns it:
+1. the flavour (flavours.py) says which packages and component versions go together;
+2. the index (index.py, PEP 691) gives every wheel's file name, SHA-256 and size;
+3. the wheels are acquired like any profile's (bundler.acquire.artifacts: the cache, pip with
+   --require-hashes, extraction), from a provisional profile that provides every DLL;
+4. the DLLs' import tables (bundler.pe) and runtime loads (bundler.rules.scan) give the roots, the
+   rules, the DLLs each artifact provides and the VC++ floor (facts.py);
+5. render.py writes the profile with a comment on every fact.
+
+Act layer (network, cache, files); it prints nothing: the CLI shows the result.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from bundler.acquire.artifacts import Acquired, AcquireOptions, ProgressFactory, acquire_profile
+from bundler.acquire.cache import Cache
+from bundler.acquire.download import DownloadPolicy
+from bundler.errors import BuildMismatchError, IntegrityError, ProfileError, VcRuntimeError
+from bundler.fit import require_resolved
+from bundler.pe import PEInfo, read_pe
+from bundler.profiles import (
+    Artifact,
+    PipSource,
+    Profile,
+    RecordedFile,
+    dll_key,
+    load_profile_file,
+)
+from bundler.resolve import resolve
+from bundler.rules.derive.build_info import BuildInfo, check_cuda_major, read_build_info
+from bundler.rules.derive.facts import Facts, derive_facts, recorded_file, required_windows
+from bundler.rules.derive.flavours import Flavour, Package, available_flavours, load_flavour
+from bundler.rules.derive.index import WheelPin, find_wheel
+from bundler.rules.derive.render import DerivedArtifact, Rendering, render_profile
+from bundler.rules.scan import scan_all
+from bundler.system import SystemPolicy, load_system_policy
+
+
+@dataclass(frozen=True)
+class NewProfile:
+    """What to derive: `ort` of `flavour` with `components`, pinned from `index_url`."""
+
+    ort: str
+    flavour: Flavour
+    components: str | None  # a component set's name; None: chosen for the build
+    index_url: str
+    policy: DownloadPolicy = field(default_factory=DownloadPolicy)
+    command: str = "bundle profiles new"
+    # --flavour gpu: the GPU flavour of the CUDA major the wheel states (gpu-cuda12/13)
+    cuda_from_build: bool = False
+
+
+@dataclass(frozen=True)
+class Derived:
+    name: str
+    text: str  # the profile, TOML
+    facts: Facts
+    profile: Profile  # the text as the loader reads it (its path is gone: a temp file)
+
+
+def derive_profile(
+    request: NewProfile, cache: Cache, options: AcquireOptions, progress: ProgressFactory
+) -> Derived:
+    """The ORT wheel first: what it says about its own build decides whether the flavour fits
+    and which component set to pin, before any component is downloaded."""
+    flavour = request.flavour
+    front = _front(request)
+    ort_pin = _pin(request, front)
+    first = acquire_profile(_provisional(request, [front], [ort_pin]), cache, options, progress)
+    build = read_build_info(cache.blob(_sha256(first[0])), ort_pin.wheel)
+    if request.cuda_from_build:
+        flavour = gpu_flavour_for(build)
+        request = replace(request, flavour=flavour, command=f"{request.command}{flavour.name}")
+    cuda_major = flavour.gpu_driver.cuda_major if flavour.gpu_driver else None
+    check_cuda_major(build, flavour.name, cuda_major)
+    components, chosen = flavour.choose_components(build, request.components)
+    packages = [front, *components.packages]
+    pins = [ort_pin, *(_pin(request, package) for package in components.packages)]
+    acquired = acquire_profile(_provisional(request, packages, pins), cache, options, progress)
+    _check_sizes(pins, acquired)
+    files, owners, members = _release_dlls(acquired)
+    infos = {key: read_pe(path) for key, path in files.items()}
+    policy = load_system_policy()
+    scans = scan_all(files, flavour.driver_dlls, policy)
+    facts = derive_facts(
+        flavour.ort.front,
+        flavour.execution_providers,
+        flavour.driver_dlls,
+        flavour.driver_rules_from,
+        flavour.gpu_driver.dll if flavour.gpu_driver else None,
+        owners,
+        infos,
+        scans,
+    )
+    _check_vc_runtime(facts, packages, infos)
+    windows = required_windows(facts, infos, policy, _windows(flavour))
+    artifacts = [
+        DerivedArtifact(
+            name=package.artifact,
+            version=package.version,
+            supplier=package.supplier,
+            license=package.license,
+            licenses=package.licenses,
+            pin=pin,
+            members=members[package.artifact],
+            local=package.local,
+            vc_runtime=package.vc_runtime,
+            why=package.why,
+            signed=_signed(package.artifact, facts, infos),
+        )
+        for package, pin in zip(packages, pins, strict=True)
+        if package.artifact in facts.owners.values()
+    ]
+    name = flavour.profile_name.format(ort=request.ort)
+    text = render_profile(
+        Rendering(
+            command=f"{request.command} --components {components.name}",
+            name=name,
+            ort=request.ort,
+            flavour=flavour,
+            components=components,
+            index_url=request.index_url,
+            build=build,
+            chosen=chosen,
+            windows=windows,
+        ),
+        facts,
+        artifacts,
+        _recorded(facts, infos, policy),
+    )
+    profile = _validated(text, name)
+    folders = [folder for item in acquired for folder in item.dll_folders]
+    plan = resolve([], profile, policy, folders)
+    require_resolved(plan, profile, f"the derived profile {name}")
+    return Derived(name, text, facts, profile)
+
+
+def gpu_flavour_for(build: BuildInfo) -> Flavour:
+    """gpu-cuda<N> for a wheel built with CUDA N."""
+    name = f"gpu-cuda{build.cuda_major}"
+    if build.cuda_major is None or name not in available_flavours():
+        raise BuildMismatchError(
+            f"{build.wheel} states CUDA {build.cuda_version or '(none)'} ({build.source()}): no "
+            f"shipped GPU flavour is for it; give --flavour FILE.toml."
+        )
+    return load_flavour(name)
+
+
+def _signed(artifact: str, facts: Facts, infos: dict[str, PEInfo]) -> bool:
+    """Whether every closure DLL the artifact provides carries a certificate table."""
+    keys = [dll_key(name) for name in facts.closure if facts.owners[dll_key(name)] == artifact]
+    return bool(keys) and all(infos[key].signed for key in keys)
+
+
+def _front(request: NewProfile) -> Package:
+    ort = request.flavour.ort
+    return Package(
+        artifact=ort.artifact,
+        package=ort.package,
+        version=request.ort,
+        supplier=ort.supplier,
+        license=ort.license,
+        licenses=ort.licenses,
+    )
+
+
+def _pin(request: NewProfile, package: Package) -> WheelPin:
+    flavour = request.flavour
+    return find_wheel(
+        package.package,
+        package.version,
+        flavour.python,
+        flavour.architecture,
+        request.index_url,
+        request.policy,
+    )
+
+
+def _sha256(item: Acquired) -> str:
+    assert item.sha256 is not None  # a pip source is always pinned
+    return item.sha256
+
+
+def _recorded(facts: Facts, infos: dict[str, PEInfo], policy: SystemPolicy) -> list[RecordedFile]:
+    """The closure's DLLs with their import tables, in the order the closure found them."""
+    return [
+        recorded_file(infos[dll_key(name)], facts.owners[dll_key(name)], policy)
+        for name in facts.closure
+    ]
+
+
+def _validated(text: str, name: str) -> Profile:
+    """The rendered text read back by the profile loader: a derived profile that the loader
+    refuses is a bug here, not something to hand the user."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"{name}.toml"
+        path.write_text(text, encoding="utf-8")
+        return load_profile_file(path)
+
+
+def _provisional(
+    request: NewProfile, packages: Sequence[Package], pins: Sequence[WheelPin]
+) -> Profile:
+    """A profile whose artifacts are the pinned wheels, each providing every DLL it holds: what
+    the acquisition code needs to fetch, verify and extract them."""
+    flavour = request.flavour
+    artifacts = tuple(
+        Artifact(
+            name=package.artifact,
+            version=package.version,
+            provides=("*.dll",),
+            licenses=package.licenses,
+            sources=(PipSource(pin.package, pin.version, pin.wheel, pin.sha256),),
+        )
+        for package, pin in zip(packages, pins, strict=True)
+    )
+    return Profile(
+        name=flavour.profile_name.format(ort=request.ort),
+        description="provisional: derivation in progress",
+        architecture=flavour.architecture,
+        min_windows=_windows(flavour),
+        vc_runtime=flavour.vc_runtime,
+        roots=(),
+        driver_dlls=flavour.driver_dlls,
+        runtime_rules=(),
+        artifacts=artifacts,
+        path=flavour.path,
+    )
+
+
+def _windows(flavour: Flavour) -> tuple[int, ...]:
+    try:
+        parts = tuple(int(part) for part in flavour.min_windows.split("."))
+    except ValueError:
+        parts = ()
+    if len(parts) != 3:
+        raise ProfileError(f"{flavour.path}: min_windows must look like 10.0.19041.")
+    return parts
+
+
+def _check_sizes(pins: Sequence[WheelPin], acquired: Sequence[Acquired]) -> None:
+    for pin, item in zip(pins, acquired, strict=True):
+        if pin.size is not None and item.size is not None and pin.size != item.size:
+            raise IntegrityError(
+                f"{pin.wheel}: the index says {pin.size} bytes, the verified file has "
+                f"{item.size}; check the index ({pin.page})."
+            )
+
+
+def _release_dlls(
+    acquired: Sequence[Acquired],
+) -> tuple[dict[str, Path], dict[str, str], dict[str, dict[str, str]]]:
+    """key -> file, key -> artifact, artifact -> key -> path in the wheel, for every DLL of
+    the release; the first artifact (and its fullest folder) holding a name wins."""
+    files: dict[str, Path] = {}
+    owners: dict[str, str] = {}
+    members: dict[str, dict[str, str]] = {}
+    for item in acquired:
+        members[item.artifact] = {}
+        for folder in item.dll_folders:
+            for path in sorted(folder.glob("*")):
+                key = dll_key(path.name)
+                if key.endswith(".dll") and path.is_file() and key not in files:
+                    files[key] = path
+                    owners[key] = item.artifact
+                    members[item.artifact][key] = path.relative_to(item.folder).as_posix()
+    return files, owners, members
+
+
+def _check_vc_runtime(
+    facts: Facts,
+    packages: Sequence[Package],
+    infos: dict[str, PEInfo],
+) -> None:
+    """The component set's VC++ runtime must reach the floor, or builds would refuse it."""
+    if facts.floor is None:
+        return
+    runtimes = {package.artifact for package in packages if package.vc_runtime}
+    for key, artifact in facts.owners.items():
+        version = infos[key].file_version
+        if artifact in runtimes and version is not None and version[:2] < facts.floor.version:
+            raise VcRuntimeError(
+                f"{infos[key].path.name} {'.'.join(map(str, version))} is older than "
+                f"{facts.floor.binary}'s MSVC linker {'.'.join(map(str, facts.floor.version))}; "
+                "pick a component set with a newer msvc-runtime (--components)."
+            )
+
+
+__all__ = ["Derived", "NewProfile", "derive_profile"]

@@ -1,0 +1,118 @@
+"""`bundle profiles outdated`: the drift radar. Which ORT releases, and which CUDA / cuDNN
+component releases, does the package index have that the shipped catalogue does not cover?
+
+Act layer (reads the index's PEP 691 pages, nothing else). For every package of the catalogue
+(onnxruntime-gpu, onnxruntime, onnxruntime-directml) the newest patch of each minor release
+since 1.19 must have its shipped profile (bundler.rules.derive.catalogue). For every GPU
+flavour, each
+component package is compared with the newest version its component sets pin, within the same
+major (a cuDNN 10 or a CUDA 14 is another flavour's business, not drift).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bundler.acquire.download import DownloadPolicy
+from bundler.profiles import available_profiles
+from bundler.rules.derive.catalogue import PACKAGES, SINCE
+from bundler.rules.derive.flavours import Flavour, available_flavours, load_flavour
+from bundler.rules.derive.index import newest_per_minor, released_versions, version_key
+
+
+@dataclass(frozen=True)
+class MissingRelease:
+    package: str
+    release: str
+    kind: str  # "gpu" | "cpu" | "directml"
+    command: str  # how to derive it
+
+
+@dataclass(frozen=True)
+class NewerComponent:
+    flavour: str
+    package: str
+    pinned: str  # the newest version the flavour's component sets pin
+    newest: str  # the newest release of the same major on the index
+
+
+@dataclass(frozen=True)
+class Outdated:
+    index_url: str
+    missing: tuple[MissingRelease, ...] = ()
+    components: tuple[NewerComponent, ...] = ()
+    checked: dict[str, list[str]] = field(default_factory=dict)  # package -> releases seen
+
+    @property
+    def current(self) -> bool:
+        return not (self.missing or self.components)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": 1,
+            "index_url": self.index_url,
+            "current": self.current,
+            "missing_releases": [vars(item) for item in self.missing],
+            "newer_components": [vars(item) for item in self.components],
+            "releases_checked": self.checked,
+        }
+
+
+def outdated(index_url: str, policy: DownloadPolicy) -> Outdated:
+    shipped = set(available_profiles())
+    carrier = load_flavour("cpu")  # the Python and architecture every package is pinned for
+    missing: list[MissingRelease] = []
+    checked: dict[str, list[str]] = {}
+    for kind, package in PACKAGES.items():
+        versions = released_versions(
+            package, carrier.python, carrier.architecture, index_url, policy
+        )
+        releases = newest_per_minor(versions, SINCE)
+        checked[package] = releases
+        for release in releases:
+            if not _has_profile(kind, release, shipped):
+                flavour = "" if kind == "gpu" else f" --flavour {kind}"
+                command = f"bundle profiles new --ort {release}{flavour}"
+                missing.append(MissingRelease(package, release, kind, command))
+    components = [
+        newer
+        for name in sorted(available_flavours())
+        for newer in _newer_components(load_flavour(name), index_url, policy)
+    ]
+    return Outdated(index_url, tuple(missing), tuple(components), checked)
+
+
+def _has_profile(kind: str, release: str, shipped: set[str]) -> bool:
+    if kind == "gpu":
+        prefix = f"ort-{release}-gpu-cuda"
+        return any(name.startswith(prefix) and name[len(prefix) :].isdigit() for name in shipped)
+    return f"ort-{release}-{kind}" in shipped
+
+
+def _newer_components(
+    flavour: Flavour, index_url: str, policy: DownloadPolicy
+) -> list[NewerComponent]:
+    if flavour.gpu_driver is None:
+        return []  # CPU and DirectML pin only the VC++ runtime: no CUDA drift
+    pinned: dict[str, str] = {}
+    for components in flavour.component_sets:
+        for item in components.packages:
+            if item.vc_runtime:
+                continue
+            old = pinned.get(item.package)
+            if old is None or version_key(item.version) > version_key(old):
+                pinned[item.package] = item.version
+    found = []
+    for package, version in sorted(pinned.items()):
+        major = version_key(version)[0]
+        same_major = [
+            release
+            for release in released_versions(
+                package, flavour.python, flavour.architecture, index_url, policy
+            )
+            if version_key(release)[0] == major
+        ]
+        if same_major and version_key(same_major[-1]) > version_key(version):
+            found.append(NewerComponent(flavour.name, package, version, same_major[-1]))
+    return found

@@ -1,0 +1,132 @@
+"""bundle.toml: a pipeline's build settings, kept next to the app, so `bundle build` needs no flags.
+
+    [build]
+    exe = "hello.exe"                  # relative to this file's folder
+    profile = "ort-1.19.2-gpu-cuda12"
+    out = "dist"                       # optional; default: the exe's folder
+    search = ["C:/deps/bin"]           # optional extra DLL folders, searched first
+    vc_runtime = "app-local"           # optional; default: the profile's
+    vc_redist = "vc_redist.x64.exe"    # with vc_runtime = "installer"
+    link = false                       # hard links from the cache instead of copies
+    sbom = false                       # also write bundle.cdx.json (CycloneDX)
+    archive = "hello.zip"              # also pack the bundle into a .zip or .7z
+
+    [render]                           # the Inno Setup script (setup.iss in the output folder)
+    iss = "installer/setup.iss"        # elsewhere; false: no script
+    app_name = "Hello"                 # default: the exe's ProductName, else its name
+    app_version = "1.2.0"              # default: the exe's FileVersion
+    publisher = "Example Ltd"
+    app_id = "{{...}"                  # default: derived from app_name, stable
+    compression = "lzma2"              # Inno Setup's Compression (zip/1 compiles fastest)
+    shortcut = false                   # Start-menu shortcut to the app
+    require_gpu = false                # default: the profile's; a silent install then fails
+                                       # without a good enough GPU driver (as /REQUIREGPU)
+    postbuild = false                  # no postbuild.cmd / postbuild.event.xml (default: both)
+    project_dir = "app"                # the .vcxproj's folder: the post-build event names
+                                       # postbuild.cmd relative to $(ProjectDir)
+
+Command-line flags override these values. Paths are relative to the folder of bundle.toml.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from bundler.errors import ConfigError
+from bundler.manifest import Table
+from bundler.render.iss import DEFAULT_COMPRESSION, IssSettings
+from bundler.render.postbuild import PostbuildSettings
+
+CONFIG_NAME = "bundle.toml"
+
+
+@dataclass(frozen=True)
+class AppConfig:
+    path: Path
+    exe: Path | None = None
+    profile: str | None = None
+    out: Path | None = None
+    search: tuple[Path, ...] = ()
+    vc_runtime: str | None = None
+    vc_redist: Path | None = None
+    link: bool | None = None
+    sbom: bool | None = None
+    archive: Path | None = None
+    iss: Path | bool | None = None  # a path, False for none, None for the default place
+    installer: IssSettings = field(default_factory=IssSettings)
+    postbuild: PostbuildSettings | None = field(default_factory=PostbuildSettings)  # None: off
+
+
+def find_config(start: Path) -> Path | None:
+    candidate = start / CONFIG_NAME
+    return candidate if candidate.is_file() else None
+
+
+def load_config(path: Path) -> AppConfig:
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}.") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}.") from None
+    root = Table(data, str(path), ConfigError)
+    build = root.table("build")
+    base = path.parent
+    config = AppConfig(
+        path=path,
+        exe=_path(base, build.string("exe", None)),
+        profile=build.string("profile", None),
+        out=_path(base, build.string("out", None)),
+        search=tuple(base / item for item in build.strings("search", ())),
+        vc_runtime=build.string("vc_runtime", None),
+        vc_redist=_path(base, build.string("vc_redist", None)),
+        link=build.boolean("link", None),
+        sbom=build.boolean("sbom", None),
+        archive=_path(base, build.string("archive", None)),
+    )
+    render = root.table("render", None)
+    if render is not None:
+        config = replace(
+            config,
+            iss=_iss_place(render, base),
+            installer=_installer(render),
+            postbuild=_postbuild(render, base),
+        )
+        render.done()
+    build.done()
+    root.done()
+    return config
+
+
+def _iss_place(table: Table, base: Path) -> Path | bool | None:
+    """[render] iss: a path (relative to bundle.toml), false for no script, true: default."""
+    if isinstance(table.peek("iss"), str):
+        place: str = table.string("iss")
+        return base / place
+    return False if table.boolean("iss", None) is False else None
+
+
+def _installer(table: Table) -> IssSettings:
+    return IssSettings(
+        app_name=table.string("app_name", None),
+        app_version=table.string("app_version", None),
+        publisher=table.string("publisher", None),
+        app_id=table.string("app_id", None),
+        compression=table.string("compression", DEFAULT_COMPRESSION),
+        shortcut=table.boolean("shortcut", False),
+        require_gpu=table.boolean("require_gpu", None),
+    )
+
+
+def _postbuild(table: Table, base: Path) -> PostbuildSettings | None:
+    """[render] postbuild = false: no post-build step; project_dir: relative to bundle.toml."""
+    project_dir = _path(base, table.string("project_dir", None))
+    if table.boolean("postbuild", True) is False:
+        return None
+    return PostbuildSettings(project_dir=project_dir)
+
+
+def _path(base: Path, text: str | None) -> Path | None:
+    return base / text if text is not None else None

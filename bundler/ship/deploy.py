@@ -1,0 +1,372 @@
+"""Act layer: put the Plan's files into the output folder, atomically and idempotently.
+
+Decide first (`plan_deployment`, reads only), then apply (`apply`). Rules:
+- a target already equal to its source (same inode, or same size and mtime, which copying
+  preserves) is skipped: an unchanged re-build copies nothing and hashes nothing;
+- every write goes to a temporary name in the same folder and is renamed into place, so a killed
+  build never leaves a partial DLL under its final name (leftovers are removed by the next run);
+- a different file that bundle did not write (not in the previous lock file) is never
+  overwritten without --force;
+- --clean removes the files an earlier build wrote (from its lock), and nothing else.
+
+Copying costs what the kernel's copy costs (benchmarks/README.md, P2): a reflink (FICLONE) where
+the filesystem shares blocks (Btrfs, XFS, bcachefs; ReFS / Dev Drive block cloning on Windows
+is for later), else `copy_file_range` / `sendfile` as shutil.copyfile uses them, in chunks so
+the progress bar moves, several files at once. Like cp, xcopy and MSBuild's Copy, nothing is
+fsynced: the rename protects against a killed build, the page cache writes the bytes back.
+"""
+
+from __future__ import annotations
+
+import errno
+import filecmp
+import io
+import os
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+from bundler.acquire.cache import file_lock
+from bundler.acquire.download import ProgressCallback, ProgressMeter
+from bundler.errors import ConflictError, InputFileError, OutputError
+from bundler.pe import format_version, read_pe
+
+TEMP_SUFFIX = ".bundle-tmp"
+BUILD_LOCK = ".bundle-build.lock"  # held by the build writing the folder (output_lock)
+COPY_CHUNK = 64 << 20  # bytes per kernel copy call: the progress bar moves between calls
+# Files copied at once: a page-cache copy is CPU work in the kernel, so two files on two cores
+# take about half the time of one after the other (measured: benchmarks/README.md, P2).
+COPY_WORKERS = max(2, min(4, os.cpu_count() or 2))
+FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int), share the source's blocks
+# What a filesystem or kernel without a fast path answers: fall back to the next method.
+_NO_FAST_PATH = {
+    errno.EBADF, errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV,
+    errno.ENOTTY, errno.EPERM, errno.ETXTBSY,
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One file that must exist in the output folder."""
+
+    name: str  # file name, relative to the output folder (posix, may include licenses/...)
+    source: Path
+    size: int
+
+
+@dataclass(frozen=True)
+class Step:
+    placement: Placement
+    action: str  # "copy" | "link" | "skip" | "touch" (same bytes, other mtime) | "replace"
+    reason: str = ""
+
+
+@dataclass
+class Counters:
+    copied: int = 0
+    linked: int = 0
+    skipped: int = 0
+    removed: int = 0
+    hashed: int = 0
+    bytes_written: int = 0
+
+
+@dataclass(frozen=True)
+class Deployment:
+    out: Path
+    steps: tuple[Step, ...]
+    stale: tuple[str, ...] = ()  # written by an earlier build, no longer in the plan
+    removals: tuple[str, ...] = ()  # --clean: removed before copying
+
+    @property
+    def bytes_to_write(self) -> int:
+        return sum(s.placement.size for s in self.steps if s.action not in ("skip", "touch"))
+
+
+def same_file(source: Path, target: Path) -> bool:
+    """The quick check (as rsync's): same inode, or same size and modification time."""
+    try:
+        a, b = source.stat(), target.stat()
+    except OSError:
+        return False
+    if (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino):
+        return True
+    return a.st_size == b.st_size and a.st_mtime_ns == b.st_mtime_ns
+
+
+def same_content(source: Path, target: Path) -> bool:
+    """Byte comparison, for a same-sized file the quick check could not settle (e.g. a copy
+    made by hand): equal files are adopted, not reported as conflicts."""
+    if source.stat().st_size != target.stat().st_size:
+        return False
+    return filecmp.cmp(source, target, shallow=False)
+
+
+def plan_deployment(
+    placements: Sequence[Placement],
+    out: Path,
+    previous: Mapping[str, int],
+    link: bool = False,
+    force: bool = False,
+    clean: bool = False,
+) -> Deployment:
+    """`previous`: name -> size of the files the earlier build's lock file lists."""
+    removals = tuple(sorted(previous)) if clean else ()
+    steps = [_step(p, out, previous, link, force, clean) for p in placements]
+    wanted = {p.name.lower() for p in placements}
+    stale = tuple(name for name in sorted(previous) if name.lower() not in wanted)
+    return Deployment(out, tuple(steps), () if clean else stale, removals)
+
+
+def _step(
+    placement: Placement,
+    out: Path,
+    previous: Mapping[str, int],
+    link: bool,
+    force: bool,
+    clean: bool,
+) -> Step:
+    target = out / placement.name
+    fresh = "link" if link else "copy"
+    if not target.exists():
+        return Step(placement, fresh)
+    if placement.name in previous and clean:
+        return Step(placement, fresh, "rebuilt by --clean")
+    if same_file(placement.source, target):
+        return Step(placement, "skip", "already identical")
+    if same_content(placement.source, target):
+        return Step(placement, "touch", "same content, other time stamp")
+    if placement.name in previous and previous[placement.name] == target.stat().st_size:
+        return Step(placement, "replace", "written by an earlier build")
+    if force:
+        return Step(placement, "replace", "--force")
+    raise ConflictError(
+        f"{target}: a different file is already there ({_describe(target)}); bundle would "
+        f"put {_describe(placement.source)} from {placement.source}. Remove it, or pass --force."
+    )
+
+
+def _describe(path: Path) -> str:
+    size = f"{path.stat().st_size:,} bytes"
+    try:
+        version = read_pe(path).file_version
+    except InputFileError:
+        return f"not a PE file, {size}"
+    return f"version {format_version(version)}, {size}" if version else f"no version, {size}"
+
+
+def apply(
+    deployment: Deployment, counters: Counters, progress: ProgressCallback | None = None
+) -> None:
+    """Carry out the steps; `progress` hears (bytes placed, bytes to place) as bytes land.
+
+    A write that fails (read-only folder, full disk) is an OutputError, and the files this
+    call created where nothing was before are removed again: a failed build leaves the folder
+    as it found it, not with half its DLLs (files it replaced cannot be brought back, but each
+    is whole, old or new, never partial)."""
+    out = deployment.out
+    existed = out.exists()
+    created = [
+        out / step.placement.name
+        for step in deployment.steps
+        if step.action in ("copy", "link") and not (out / step.placement.name).exists()
+    ]
+    try:
+        _apply(deployment, counters, progress)
+    except OSError as exc:
+        _remove_created(out, created, existed)
+        name = f" {Path(exc.filename).name}" if exc.filename else ""
+        raise OutputError(
+            f"{out}: cannot write{name} there ({exc.strerror or exc}); the files this build "
+            "had added were removed. Check free space and permissions there, or pass --out DIR."
+        ) from exc
+
+
+def _remove_created(out: Path, created: Sequence[Path], existed: bool) -> None:
+    """Undo a failed apply: the new files, then the folders that held only them."""
+    for path in created:
+        path.unlink(missing_ok=True)
+    folders = {parent for path in created for parent in path.parents if out in parent.parents}
+    for folder in sorted(folders, key=lambda folder: len(folder.parts), reverse=True):
+        _rmdir_if_empty(folder)
+    if not existed:
+        _rmdir_if_empty(out)
+
+
+def _rmdir_if_empty(folder: Path) -> None:
+    with suppress(OSError):  # not empty (files of others), or already gone
+        folder.rmdir()
+
+
+def _apply(
+    deployment: Deployment, counters: Counters, progress: ProgressCallback | None = None
+) -> None:
+    out = deployment.out
+    out.mkdir(parents=True, exist_ok=True)
+    remove_leftovers(out)
+    for name in deployment.removals:
+        if (out / name).is_file():
+            (out / name).unlink()
+            counters.removed += 1
+    writes = []
+    for step in deployment.steps:
+        if step.action in ("skip", "touch"):
+            counters.skipped += 1
+            if step.action == "touch":  # later builds then pass the quick check
+                stat = step.placement.source.stat()
+                os.utime(out / step.placement.name, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        else:
+            writes.append(step)
+    _place_all(writes, out, counters, ProgressMeter(deployment.bytes_to_write, progress))
+
+
+def _place_all(steps: Sequence[Step], out: Path, counters: Counters, meter: ProgressMeter) -> None:
+    """Largest files first on COPY_WORKERS threads; the first error is raised after the
+    files already being written are finished or removed."""
+    ordered = sorted(steps, key=lambda step: step.placement.size, reverse=True)
+    with ThreadPoolExecutor(max_workers=COPY_WORKERS, thread_name_prefix="bundle-copy") as pool:
+        futures = [pool.submit(_place, step, out, meter) for step in ordered]
+        try:
+            for future in futures:
+                if future.exception() is not None:
+                    break
+        finally:  # after an error or Ctrl-C, files not yet started are not started
+            for other in futures:
+                other.cancel()
+    for step, future in zip(ordered, futures, strict=True):
+        if future.cancelled():
+            continue
+        if future.result():
+            counters.linked += 1
+        else:
+            counters.copied += 1
+            counters.bytes_written += step.placement.size
+
+
+def _place(step: Step, out: Path, meter: ProgressMeter) -> bool:
+    """Write one file under a temporary name, then rename it into place. True when it was
+    hard-linked, False when copied."""
+    target = out / step.placement.name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temp = target.with_name(f".{target.name}{TEMP_SUFFIX}")
+    temp.unlink(missing_ok=True)
+    try:
+        linked = step.action == "link" and _try_link(step.placement.source, temp)
+        if linked:
+            meter.add(step.placement.size)
+        else:
+            _copy(step.placement.source, temp, meter.add)
+        os.replace(temp, target)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    return linked
+
+
+def _try_link(source: Path, temp: Path) -> bool:
+    try:
+        os.link(source, temp)
+        return True
+    except OSError:  # another filesystem, or links not supported: copy instead
+        return False
+
+
+def _copy(source: Path, temp: Path, advance: Callable[[int], None]) -> None:
+    """Reflink, else the kernel's copy, else read/write; the source's times are kept (the
+    quick check of the next build compares them)."""
+    with source.open("rb") as reader, temp.open("wb") as writer:
+        size = os.fstat(reader.fileno()).st_size
+        if _clone(reader.fileno(), writer.fileno()):
+            advance(size)
+        elif not _kernel_copy(reader.fileno(), writer.fileno(), size, advance):
+            _user_copy(reader, writer, advance)
+    stat = source.stat()
+    os.utime(temp, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def _clone(source: int, target: int) -> bool:
+    """FICLONE: the copy shares the source's blocks (instant, no space used) where the
+    filesystem can; False where it cannot (ext4, tmpfs, another filesystem, not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import fcntl
+
+    try:
+        fcntl.ioctl(target, FICLONE, source)
+        return True
+    except OSError as exc:
+        if exc.errno in _NO_FAST_PATH:
+            return False
+        raise
+
+
+def _kernel_copy(source: int, target: int, size: int, advance: Callable[[int], None]) -> bool:
+    """copy_file_range, else sendfile, in COPY_CHUNK steps: the bytes never enter Python.
+    False when neither moves a byte here (some filesystems refuse, or answer 0 at once):
+    then nothing was written and the caller copies by hand."""
+    methods: list[Callable[[int], int]] = []
+    if hasattr(os, "copy_file_range"):
+        methods.append(lambda offset: os.copy_file_range(source, target, COPY_CHUNK))
+    if sys.platform.startswith("linux"):  # file-to-file sendfile: Linux only
+        methods.append(lambda offset: os.sendfile(target, source, offset, COPY_CHUNK))
+    for method in methods:
+        done = 0
+        try:
+            while sent := method(done):
+                done += sent
+                advance(sent)
+        except OSError as exc:
+            if done or exc.errno not in _NO_FAST_PATH:
+                raise
+        if done == size:
+            return True
+        if done:
+            raise OSError(errno.EIO, f"copied {done} of {size} bytes: the source changed")
+    return False
+
+
+def _user_copy(
+    reader: io.BufferedReader, writer: io.BufferedWriter, advance: Callable[[int], None]
+) -> None:
+    """The portable way (Windows, macOS): one reused 1 MiB buffer."""
+    buffer = bytearray(1 << 20)
+    view = memoryview(buffer)
+    while count := reader.readinto(buffer):
+        writer.write(view[:count])
+        advance(count)
+
+
+@contextmanager
+def output_lock(out: Path) -> Iterator[None]:
+    """One build at a time per output folder, across processes: two builds into one folder
+    would otherwise plan against the same old lock file and overwrite each other's temporary
+    files. A second build waits, then plans against what the first one wrote. The lock file
+    (BUILD_LOCK) is removed on release; a folder this call created and nothing filled is
+    removed again, so a build that fails leaves no trace."""
+    existed = out.exists()
+    try:
+        with ExitStack() as held:
+            try:
+                out.mkdir(parents=True, exist_ok=True)
+                building = f"the build into {out}"
+                held.enter_context(file_lock(out / BUILD_LOCK, building, remove=True))
+            except OSError as exc:
+                raise OutputError(
+                    f"{out}: cannot write there ({exc.strerror or exc}); check the "
+                    "permissions, or pass --out DIR."
+                ) from exc
+            yield
+    finally:
+        if not existed:
+            _rmdir_if_empty(out)
+
+
+def remove_leftovers(out: Path) -> list[Path]:
+    """Temporary files of a build that was killed part way."""
+    leftovers = [p for p in out.rglob(f".*{TEMP_SUFFIX}") if p.is_file()]
+    for path in leftovers:
+        path.unlink()
+    return leftovers
