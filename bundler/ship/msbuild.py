@@ -48,7 +48,9 @@ from bundler.render.msbuild import (
 )
 from bundler.render.postbuild import PostbuildResult, PostbuildSettings, write_postbuild
 from bundler.resolve import resolve
-from bundler.ship.build import (
+from bundler.ship.deploy import Counters, Deployment, Placement, apply, plan_deployment
+from bundler.ship.placements import (
+    Placed,
     Source,
     bundled_placements,
     licence_placements,
@@ -56,7 +58,6 @@ from bundler.ship.build import (
     placement_hashes,
     require_complete,
 )
-from bundler.ship.deploy import Counters, Deployment, Placement, apply, plan_deployment
 from bundler.system import load_system_policy
 from bundler.vcruntime import apply_vc_runtime_policy, required_vc_runtime
 
@@ -134,16 +135,14 @@ def closure(profile: Profile, acquired: Sequence[Acquired]) -> Plan:
     return plan
 
 
-def sdk_placements(
-    plan: Plan, artifact: Artifact, acquired: Acquired
-) -> list[tuple[Placement, Source]]:
+def sdk_placements(plan: Plan, artifact: Artifact, acquired: Acquired) -> list[Placed]:
     """include/<path below the archive's include/> for every header; lib/<name> for
     onnxruntime.lib and for the import library of every DLL that ships in bin/ (an import
     library of a DLL that does not ship would link an exe that cannot start). First in path
     order wins, like licence files. Raises when the tree has no headers or no onnxruntime.lib."""
     assert acquired.sha256 is not None  # SDK sources are archives
     shipped = {item.key for item in plan.with_status(Status.BUNDLED)}
-    chosen: dict[str, tuple[Placement, Source]] = {}
+    chosen: dict[str, Placed] = {}
     for path in sorted(acquired.folder.rglob("*")):
         member = path.relative_to(acquired.folder).as_posix()
         name = _sdk_name(member, shipped) if path.is_file() and sdk_member(member) else None
@@ -167,7 +166,7 @@ def _sdk_name(member: str, shipped: set[str]) -> str | None:
     return None
 
 
-def _require_sdk(placed: Sequence[tuple[Placement, Source]], acquired: Acquired) -> None:
+def _require_sdk(placed: Sequence[Placed], acquired: Acquired) -> None:
     names = {placement.name.lower() for placement, _ in placed}
     missing = []
     if not any(name.startswith(f"{INCLUDE_DIR}/") for name in names):
@@ -188,7 +187,7 @@ def _acquired(acquired: Sequence[Acquired], artifact: Artifact) -> Acquired:
 def folder_lock(
     plan: Plan,
     profile: Profile,
-    placed: Sequence[tuple[Placement, Source]],
+    placed: Sequence[Placed],
     hashes: dict[str, str],
 ) -> Lock:
     """The folder's lock: its files, and the target facts a build lock carries (no app)."""
