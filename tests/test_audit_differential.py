@@ -93,7 +93,7 @@ PROVIDER_IMPORTS = frozenset(
 RUNTIME_ONLY = frozenset(
     CUDNN - {"cudnn64_9.dll"} | {"nvrtc64_120_0.dll", "nvrtc-builtins64_124.dll"}
 )
-LOAD_LINE = re.compile(rf"^LoadLibrary {re.escape(PROVIDER)}: (ok|error (\\d+))$", re.M)
+LOAD_LINE = re.compile(rf"^LoadLibrary {re.escape(PROVIDER)}: (ok|error (\d+))$", re.M)
 # Pairs whose second DLL is reachable only through the first (FIELD_NOTES §2): the provider is
 # the only importer of cuDNN's front DLL, cuDNN's graph library the only loader of the
 # heuristic and engine libraries and of NVRTC, NVRTC the only loader of its builtins.

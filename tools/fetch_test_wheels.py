@@ -51,9 +51,13 @@ TESTED = ("ort-1.19.2-", "ort-1.22.0-gpu-cuda12", "ort-1.31.1-gpu-cuda13")
 TESTED_SUFFIXES = ("-cpu", "-directml")  # every release's: their wheels are small
 
 
-def pinned_wheels() -> dict[str, PipSource]:
+def pinned_wheels(release: str | None = None) -> dict[str, PipSource]:
+    """The wheels the tested profiles pin; with `release` ("1.19.2"), only that release's
+    profiles' (one wheel per package: what RealDlls maps package names to)."""
     wheels: dict[str, PipSource] = {}
     for name in available_profiles():
+        if release is not None and not name.startswith(f"ort-{release}-"):
+            continue
         if not (name.startswith(TESTED) or name.endswith(TESTED_SUFFIXES)):
             continue
         for artifact in load_profile(name).artifacts:

@@ -1,0 +1,62 @@
+"""The documentation: README.md opens with the two commands, docs/usage.md is the CLI's own
+--help (tools/usage.py), and the MkDocs site (mkdocs.yml, docs/) builds with --strict."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import REPO, require
+
+INSTALL_AND_BUILD = 'pip install -e ".[test]" && bundle build examples/hello/hello.exe'
+RUN_THE_TESTS = "python -m pytest"
+
+
+def test_usage_page_is_the_clis_help() -> None:
+    """A changed --help (a new option, command or help text) needs python tools/usage.py --write."""
+    result = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "usage.py")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    written = (REPO / "docs" / "usage.md").read_text(encoding="utf-8")
+    assert written == result.stdout, "docs/usage.md is out of date: python tools/usage.py --write"
+    for command in ("bundle", "bundle build", "bundle audit", "bundle profiles new"):
+        assert f"## `{command}`\n\n```text\nUsage: {command} " in written, command
+
+
+def test_the_site_builds_strictly(tmp_path: Path) -> None:
+    """Every page in the nav exists, every link between pages resolves, nothing warns."""
+    require(
+        importlib.util.find_spec("mkdocs") is not None
+        and importlib.util.find_spec("material") is not None,
+        "mkdocs-material is not installed (pip install -e '.[test]')",
+    )
+    site = tmp_path / "site"
+    config = REPO / "mkdocs.yml"
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (site / "index.html").is_file()
+    assert (site / "usage" / "index.html").is_file()
+
+
+def test_the_readme_starts_with_the_two_commands() -> None:
+    """Before any section: install and build the example, then run the tests."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    before_sections = readme.split("\n## ", 1)[0]
+    blocks = re.findall(r"^```(\w*)\n(.*?)\n```$", before_sections, flags=re.MULTILINE | re.DOTALL)
+    assert blocks[:2] == [("bash", INSTALL_AND_BUILD), ("bash", RUN_THE_TESTS)]
