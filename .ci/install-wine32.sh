@@ -3,7 +3,7 @@
 # Debian 12, for 32-bit Windows programs such as the Inno Setup compiler ISCC.exe.
 # Idempotent; run as root.
 #
-# Origin: a copy of the team's shared tools/install-wine32.sh (see FIELD_NOTES §5), owned by
+# Origin: a copy of the team's shared tools/install-wine32.sh (see docs/field-notes.md#tools), owned by
 # this project from here on. Changes against the copy: the unmet i386 dependencies are read
 # from a verbose simulated install (`-qq` hides apt's "unmet dependencies" list, so the pinning
 # step found nothing to pin), and commented-out URLs in the sources lists are not fetched.

@@ -9,7 +9,7 @@ run the installed program. The ground truth for "does the generated installer wo
 - Windows 10 (`winecfg /v win10`): a fresh Wine 8 prefix reports Windows 7.
 - One Xvfb display for every Wine call of the prefix, from its boot on: setup needs a screen
   even with /VERYSILENT, and a wineserver started without one breaks it later ("Error reading
-  FPreparingMemo.Lines.Strings: A call to an OS function failed", FIELD_NOTES §5).
+  FPreparingMemo.Lines.Strings: A call to an OS function failed", docs/field-notes.md#tools).
 - One service manager, RpcSs running before the first test (`InnoSetup.start`): otherwise
   each setup run stalls ~14 s in COM.
 

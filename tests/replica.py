@@ -1,12 +1,12 @@
 """A replica of ORT's release zip `onnxruntime-win-x64-gpu-1.19.2.zip`, in its exact layout.
 
-The layout is FIELD_NOTES §5 (vcpkg's portfile and ORT's packaging pipeline): one top folder,
-`lib/` with each DLL beside its `.lib` and `.pdb`, `include/` with ORT's headers (session
-headers, provider options, and for CUDA builds `core/providers/...`), and six files at the
-top. GitHub is unreachable from the test machines, so the real zip cannot be used: the DLLs
-are the real ones of the pinned wheel (the same release), streamed into the zip; the import
-libraries are real import libraries made by mingw's dlltool from a .def; headers, `.pdb`
-files and the top files are small stand-ins with the real names.
+The layout is docs/field-notes.md#tools (vcpkg's portfile and ORT's packaging pipeline): one top
+folder, `lib/` with each DLL beside its `.lib` and `.pdb`, `include/` with ORT's headers (session
+headers, provider options, and for CUDA builds `core/providers/...`), and six files at the top.
+GitHub is unreachable from the test machines, so the real zip cannot be used: the DLLs are the real
+ones of the pinned wheel (the same release), streamed into the zip; the import libraries are real
+import libraries made by mingw's dlltool from a .def; headers, `.pdb` files and the top files are
+small stand-ins with the real names.
 
 Members are stored (ZIP_STORED): 650 MB of DLLs deflate slowly and nothing here tests
 compression. The archive is deterministic for the same DLLs (fixed member times and order).
@@ -30,9 +30,10 @@ LIB_DLLS = (
     "onnxruntime_providers_cuda",
     "onnxruntime_providers_tensorrt",
 )
-# include/ of the GPU zip (FIELD_NOTES §5, from ORT's packaging script): the session headers
-# (include/onnxruntime/core/session/onnxruntime_*.h, with the training API headers that make
-# the 16 of FIELD_NOTES §1), the provider options, and the CUDA provider's context headers.
+# include/ of the GPU zip (docs/field-notes.md#tools, from ORT's packaging script): the session
+# headers (include/onnxruntime/core/session/onnxruntime_*.h, with the training API headers that make
+# the 16 of docs/field-notes.md#zip-layout), the provider options, and the CUDA provider's context
+# headers.
 HEADERS = (
     "onnxruntime_c_api.h",
     "onnxruntime_cxx_api.h",

@@ -1,8 +1,8 @@
 """`bundle audit`: a shipped folder judged as the customer's machine will see it.
 
 Two tiers. Synthetic bundles (pefactory images named and wired like the real GPU set,
-FIELD_NOTES §2) pin each cheap check down on its own. Real data: the folders `bundle build
---link` makes for examples/hello audit clean, and each field failure is made from a hard-linked
+docs/field-notes.md#import-graph) pin each cheap check down on its own. Real data: the folders
+`bundle build --link` makes for examples/hello audit clean, and each field failure is made from a hard-linked
 copy of the built GPU folder by deleting or replacing real DLLs; a file that gets patched is
 always a copy first, never a hard link into the session's cache.
 """
@@ -40,7 +40,7 @@ VC = {"file_version": (14, 44, 35211, 0), "linker_version": (14, 44)}
 ORT = {"file_version": (1, 19, 24, 903), "linker_version": (14, 40)}
 CUDNN = {"file_version": (9, 1, 0, 70), "linker_version": (14, 20)}
 
-# The real GPU bundle's import graph (FIELD_NOTES §2), as synthetic images.
+# The real GPU bundle's import graph (docs/field-notes.md#import-graph), as synthetic images.
 SYNTHETIC_GPU: dict[str, PESpec] = {
     "hello.exe": PESpec(dll=False, imports=("onnxruntime.dll", "KERNEL32.dll")),
     "onnxruntime.dll": PESpec(imports=(*MSVC, "MSVCP140_1.dll", "ADVAPI32.dll"), **ORT),

@@ -17,8 +17,8 @@ deleted provider is a failed LoadLibrary (error 126), not an import, and none of
 is looked for. Deletions only the runtime rules can see (cuDNN's sub-libraries, NVRTC) give no
 loader line at all and must be caught by the audit alone (BA102).
 
-The expectations below come from FIELD_NOTES §2 (the measured import graph), not from the
-code under test; one test checks that the Plan agrees with them, so a drift fails loudly.
+The expectations below come from docs/field-notes.md#import-graph (the measured import graph), not
+from the code under test; one test checks that the Plan agrees with them, so a drift fails loudly.
 """
 
 from __future__ import annotations
@@ -67,13 +67,13 @@ BUNDLE_DLLS = (
     "vcruntime140.dll",
     "vcruntime140_1.dll",
 )
-# FIELD_NOTES §2: hello.exe imports onnxruntime.dll, which imports the four VC++ runtime DLLs
-# (msvcp140_1 and vcruntime140_1 import msvcp140 / vcruntime140 in turn).
+# docs/field-notes.md#import-graph: hello.exe imports onnxruntime.dll, which imports the four VC++
+# runtime DLLs (msvcp140_1 and vcruntime140_1 import msvcp140 / vcruntime140 in turn).
 AT_START = frozenset(
     {"onnxruntime.dll", "msvcp140.dll", "msvcp140_1.dll", "vcruntime140.dll", "vcruntime140_1.dll"}
 )
-# FIELD_NOTES §2: the provider imports cuBLASLt, cuBLAS, cuDNN's front DLL, cuFFT, cudart,
-# providers_shared and the VC++ runtime; cublas64_12 imports cublasLt64_12 again.
+# docs/field-notes.md#import-graph: the provider imports cuBLASLt, cuBLAS, cuDNN's front DLL, cuFFT,
+# cudart, providers_shared and the VC++ runtime; cublas64_12 imports cublasLt64_12 again.
 PROVIDER_IMPORTS = frozenset(
     {
         "cublaslt64_12.dll",
@@ -87,15 +87,15 @@ PROVIDER_IMPORTS = frozenset(
         "vcruntime140_1.dll",
     }
 )
-# FIELD_NOTES §2: in no import table; cudnn64_9.dll loads its sub-libraries, cuDNN loads NVRTC
-# and NVRTC its builtins at run time. (cuBLASLt is loaded at run time by cuDNN too, but the
-# provider imports it, so the loader sees it.)
+# docs/field-notes.md#import-graph: in no import table; cudnn64_9.dll loads its sub-libraries, cuDNN
+# loads NVRTC and NVRTC its builtins at run time. (cuBLASLt is loaded at run time by cuDNN too, but
+# the provider imports it, so the loader sees it.)
 RUNTIME_ONLY = frozenset(
     CUDNN - {"cudnn64_9.dll"} | {"nvrtc64_120_0.dll", "nvrtc-builtins64_124.dll"}
 )
 LOAD_LINE = re.compile(rf"^LoadLibrary {re.escape(PROVIDER)}: (ok|error (\d+))$", re.M)
-# Pairs whose second DLL is reachable only through the first (FIELD_NOTES §2): the provider is
-# the only importer of cuDNN's front DLL, cuDNN's graph library the only loader of the
+# Pairs whose second DLL is reachable only through the first (docs/field-notes.md#import-graph): the
+# provider is the only importer of cuDNN's front DLL, cuDNN's graph library the only loader of the
 # heuristic and engine libraries and of NVRTC, NVRTC the only loader of its builtins.
 HIDDEN_PAIRS = (
     (PROVIDER, "cudnn_heuristic64_9.dll"),
@@ -211,7 +211,8 @@ def test_audit_and_wines_loader_see_the_same_missing_imports(
     assert wine_absent <= named, explain(run, shown)  # Wine never names one the audit did not
     assert loader_view(locked, gone) == wine_absent, explain(run, shown)
 
-    # The model from FIELD_NOTES alone predicts the same, so neither side can drift silently.
+    # The model from docs/field-notes.md alone predicts the same, so neither side can drift
+    # silently.
     if gone & AT_START:
         predicted = gone & AT_START
     elif PROVIDER in gone:  # nothing of an absent provider is loaded, so none of its imports

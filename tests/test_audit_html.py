@@ -1,14 +1,12 @@
 """`bundle audit --html FILE`: the audit as one self-contained page.
 
-Two tiers. Synthetic bundles (tests/test_audit.py's images of the real GPU set) pin down what
-the page says: a graph node per file with its status, edges styled by how they load, findings
-by severity, suppressed ones apart, bytes per component, escaping, the same bytes twice. Then a
-real browser, headless Chromium with no network (tests/chromium.py), opens the pages made from
-the real GPU bundle and a copy missing cudnn64_9.dll: no console message, no request, a
-screenshot that shows the status colours, and a DOM holding the closure FIELD_NOTES §2 lists.
-The browser's own checks are first shown to catch a broken page, so their silence means
-something.
-"""
+Two tiers. Synthetic bundles (tests/test_audit.py's images of the real GPU set) pin down what the
+page says: a graph node per file with its status, edges styled by how they load, findings by
+severity, suppressed ones apart, bytes per component, escaping, the same bytes twice. Then a real
+browser, headless Chromium with no network (tests/chromium.py), opens the pages made from the real
+GPU bundle and a copy missing cudnn64_9.dll: no console message, no request, a screenshot that shows
+the status colours, and a DOM holding the closure docs/field-notes.md#import-graph lists. The
+browser's own checks are first shown to catch a broken page, so their silence means something."""
 
 from __future__ import annotations
 
@@ -50,9 +48,10 @@ ORT_VERSION = (1, 19, 24, 903)
 CUDNN_VERSION = (9, 1, 0, 70)
 HOSTILE = "<img src=x onerror=alert(1)>.dll"  # a legal Linux file name, and HTML if unescaped
 
-# The GPU bundle of examples/hello as FIELD_NOTES §2-4 describe it (lower case): the app, ORT and
-# its two providers, the CUDA 12.4 runtime libraries, every cuDNN 9.1 sub-library, NVRTC with
-# its builtins for 12.4, the four VC++ runtime DLLs ORT imports; nvcuda.dll is the driver's.
+# The GPU bundle of examples/hello as docs/field-notes.md#import-graph to #vc-runtime describe it
+# (lower case): the app, ORT and its two providers, the CUDA 12.4 runtime libraries, every cuDNN 9.1
+# sub-library, NVRTC with its builtins for 12.4, the four VC++ runtime DLLs ORT imports; nvcuda.dll
+# is the driver's.
 GPU_CLOSURE = {"hello.exe"} | GPU_BUNDLE
 DRIVER = "nvcuda.dll"
 WINDOWS = "windows"  # the one node for every system DLL and API set
@@ -135,7 +134,8 @@ def with_files(folder: Path, *names: str) -> Path:
 
 
 def directml_bundle(folder: Path) -> Path:
-    """ORT's DirectML build delay-imports DirectML.dll and the Direct3D DLLs (FIELD_NOTES §2)."""
+    """ORT's DirectML build delay-imports DirectML.dll and the Direct3D DLLs
+    (docs/field-notes.md#import-graph)."""
     specs = {
         "hello.exe": SYNTHETIC_GPU["hello.exe"],
         "onnxruntime.dll": PESpec(

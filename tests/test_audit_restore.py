@@ -1,11 +1,10 @@
 """Audit precision (issue 17): a broken bundle gets every missing file by name, the list of
 what to restore, and no false "not needed".
 
-Synthetic bundles (pefactory images wired like the real GPU set, FIELD_NOTES §2) with DLLs
-removed; what the absent DLLs would have loaded comes from the lock file in the folder, else
-from the profile's [[files]] block. The differential test on the real GPU bundle, against
-Wine's loader, is tests/test_audit_differential.py.
-"""
+Synthetic bundles (pefactory images wired like the real GPU set, docs/field-notes.md#import-graph)
+with DLLs removed; what the absent DLLs would have loaded comes from the lock file in the folder,
+else from the profile's [[files]] block. The differential test on the real GPU bundle, against
+Wine's loader, is tests/test_audit_differential.py."""
 
 from __future__ import annotations
 

@@ -36,10 +36,11 @@ from tests.wine import Wine, require_wine
 
 GPU = "ort-1.19.2-gpu-cuda12"
 PROVIDER = "onnxruntime_providers_cuda.dll"
-# FIELD_NOTES §2: what loads only at run time (cudnn64_9.dll imports nothing and loads its
-# sub-libraries; cuDNN loads NVRTC, NVRTC its builtins), and which of them import which.
+# docs/field-notes.md#import-graph: what loads only at run time (cudnn64_9.dll imports nothing and
+# loads its sub-libraries; cuDNN loads NVRTC, NVRTC its builtins), and which of them import which.
 CUDNN_SUBS = tuple(sorted(CUDNN - {"cudnn64_9.dll", "cudnn_graph64_9.dll"}))
-IMPORTED_BY = {  # runtime-only DLL -> the runtime-only DLLs that import it (FIELD_NOTES §2)
+# runtime-only DLL -> the runtime-only DLLs that import it (docs/field-notes.md#import-graph)
+IMPORTED_BY = {
     "cudnn_graph64_9.dll": set(CUDNN_SUBS),
     "cudnn_ops64_9.dll": {"cudnn_cnn64_9.dll", "cudnn_adv64_9.dll"},
 }
@@ -234,7 +235,7 @@ def test_without_vcruntime140_1_the_loader_reports_it_too(
     missing = proof["missing"]
     assert isinstance(missing, dict)
     assert [name.lower() for name in missing["absent"]] == ["vcruntime140_1.dll"]
-    # present, but failed because they import it (FIELD_NOTES §2)
+    # present, but failed because they import it (docs/field-notes.md#import-graph)
     cascades = {name.lower() for name in missing["cascades"]}
     assert {"msvcp140.dll", "msvcp140_1.dll", "onnxruntime.dll"} <= cascades, missing
     assert runs_of(data)["hello.exe"]["exit_code"] != 0

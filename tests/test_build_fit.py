@@ -1,11 +1,10 @@
 """A derivation that cannot be silently wrong (issue 18), the unit tier.
 
-What the wheel says about its own build (`onnxruntime/capi/version_info.py`, FIELD_NOTES §6:
-1.22.0 says CUDA 12.2.128, 1.31.1 says 13.0.88), which component set fits it, the minimum
-Windows a system DLL raises, and the one check `profiles new`, `profiles check` and `bundle
-build` share: a pin under another version than the DLLs import. Synthetic wheels and PE
-images; the real wheels are in tests/test_catalogue.py.
-"""
+What the wheel says about its own build (`onnxruntime/capi/version_info.py`,
+docs/field-notes.md#newer-releases: 1.22.0 says CUDA 12.2.128, 1.31.1 says 13.0.88), which component
+set fits it, the minimum Windows a system DLL raises, and the one check `profiles new`, `profiles
+check` and `bundle build` share: a pin under another version than the DLLs import. Synthetic wheels
+and PE images; the real wheels are in tests/test_catalogue.py."""
 
 from __future__ import annotations
 
@@ -115,8 +114,8 @@ def test_no_set_of_an_older_minor_is_chosen() -> None:
 
 
 def test_a_static_import_of_dxcore_raises_the_minimum_windows(tmp_path: Path) -> None:
-    """ORT 1.22.0's onnxruntime.dll imports dxcore.dll (FIELD_NOTES §6), which Windows has
-    from 10.0.19041 on (system.toml, Microsoft Learn's DXCore requirements)."""
+    """ORT 1.22.0's onnxruntime.dll imports dxcore.dll (docs/field-notes.md#newer-releases), which
+    Windows has from 10.0.19041 on (system.toml, Microsoft Learn's DXCore requirements)."""
     ort = read_pe(write_pe(tmp_path / "onnxruntime.dll", imports=("dxcore.dll", "dxgi.dll")))
     facts = Facts((), (), ("onnxruntime.dll",), (), (), {"onnxruntime.dll": "onnxruntime"}, None)
     policy = load_system_policy()

@@ -1,11 +1,11 @@
 """The shipped profile catalogue (issue 18): one profile per ORT minor release since 1.19 for
 each package, a readable listing, choosing a release by its version, and the drift radar.
 
-The radar (`bundle profiles outdated`) is tested against PEP 691 pages served from 127.0.0.1:
-pages that list exactly the shipped catalogue's releases (and the component versions the
-flavours pin) must read as current; one release more must be reported, with the command that
-derives it. The catalogue's facts are read from the shipped files and checked against what the
-wheels say (FIELD_NOTES §6: CUDA 13.0.88 for 1.27 on ... 1.31.1, dxcore.dll for 1.22.0).
+The radar (`bundle profiles outdated`) is tested against PEP 691 pages served from 127.0.0.1: pages
+that list exactly the shipped catalogue's releases (and the component versions the flavours pin)
+must read as current; one release more must be reported, with the command that derives it. The
+catalogue's facts are read from the shipped files and checked against what the wheels say
+(docs/field-notes.md#newer-releases: CUDA 13.0.88 for 1.27 on ... 1.31.1, dxcore.dll for 1.22.0).
 """
 
 from __future__ import annotations
@@ -23,8 +23,10 @@ from tests.conftest import run_bundle
 from tests.httpserver import HttpServer
 
 RELEASE = re.compile(r"ort-(\d+\.\d+\.\d+)-(gpu-cuda\d+|cpu|directml)")
-NEWEST_GPU = "1.31.1"  # onnxruntime-gpu's newest release on PyPI on 2026-12-01 (FIELD_NOTES §6)
-# FIELD_NOTES §6: the onnxruntime-gpu minor releases with Windows wheels, newest patch each.
+# onnxruntime-gpu's newest release on PyPI on 2026-12-01 (docs/field-notes.md#newer-releases)
+NEWEST_GPU = "1.31.1"
+# docs/field-notes.md#newer-releases: the onnxruntime-gpu minor releases with Windows wheels, newest
+# patch each.
 GPU_RELEASES = [
     "1.19.2",
     "1.20.2",
@@ -60,7 +62,8 @@ def test_every_gpu_release_since_1_19_has_its_profile_with_the_cuda_its_build_sa
     gpu = {r: f for r, f in gpu.items() if f.startswith("gpu")}
     assert sorted(gpu, key=lambda v: tuple(map(int, v.split(".")))) == GPU_RELEASES
     for release, flavour in gpu.items():
-        # FIELD_NOTES §6 / version_info.py: 1.27.0 on are built with CUDA 13.0.88
+        # docs/field-notes.md#newer-releases / version_info.py: 1.27.0 on are built with CUDA
+        # 13.0.88
         newer = tuple(map(int, release.split("."))) >= (1, 27, 0)
         assert flavour == ("gpu-cuda13" if newer else "gpu-cuda12"), release
 
@@ -71,7 +74,7 @@ def test_every_release_has_a_cpu_profile_and_directml_where_it_has_a_wheel() -> 
     cpu = {tuple(r.split(".")[:2]) for r, f in profiles if f == "cpu"}
     directml = {tuple(r.split(".")[:2]) for r, f in profiles if f == "directml"}
     assert minors <= cpu
-    # onnxruntime-directml's Windows wheels stop at 1.24.4 (FIELD_NOTES §6)
+    # onnxruntime-directml's Windows wheels stop at 1.24.4 (docs/field-notes.md#newer-releases)
     assert {m for m in minors if tuple(map(int, m)) <= (1, 24)} == directml
 
 
@@ -81,7 +84,8 @@ def test_every_shipped_profile_carries_sizes_signatures_and_licences(name: str) 
     recorded = {item.name.lower() for item in profile.files}
     assert profile.files and all(item.size > 0 for item in profile.files), name
     ort = next(a for a in profile.artifacts if "onnxruntime.dll" in a.provides)
-    assert ort.signed and ort.licenses, name  # Microsoft signs ORT's DLLs (FIELD_NOTES §5)
+    # Microsoft signs ORT's DLLs (docs/field-notes.md#tools)
+    assert ort.signed and ort.licenses, name
     assert "onnxruntime.dll" in recorded
     for artifact in profile.artifacts:
         if all(source.kind == "dir" for source in artifact.sources):
@@ -90,7 +94,8 @@ def test_every_shipped_profile_carries_sizes_signatures_and_licences(name: str) 
 
 
 def test_a_profile_with_dxcore_raises_its_minimum_windows() -> None:
-    """1.22.0's onnxruntime.dll imports dxcore.dll (FIELD_NOTES §6): Windows 10 2004 on."""
+    """1.22.0's onnxruntime.dll imports dxcore.dll (docs/field-notes.md#newer-releases): Windows 10
+    2004 on."""
     for name in available_profiles():
         profile = load_profile(name)
         imports = {

@@ -4,9 +4,9 @@ wheels CI fetches, and the catalogue proof (tools/catalogue_proof.py) under Wine
 releases: 1.19.2, 1.22.0 (a CUDA 12 release after 1.21 that imports dxcore.dll) and 1.31.1
 (the newest, CUDA 13).
 
-Facts checked here come from the wheels (FIELD_NOTES §6: 1.31.1's version_info.py says CUDA
-13.0.88 and its CUDA provider imports cublas64_13.dll), not from our output.
-"""
+Facts checked here come from the wheels (docs/field-notes.md#newer-releases: 1.31.1's
+version_info.py says CUDA 13.0.88 and its CUDA provider imports cublas64_13.dll), not from our
+output."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 """Tier 3: the closure on the real ORT 1.19.2 / CUDA 12.4 / cuDNN 9.1 / MSVC DLLs.
 
-The expected sets are written out from FIELD_NOTES §2 and the issue's acceptance list, not
-copied from bundle's output. The app is the mingw-built examples/hello/hello.exe, which
-imports onnxruntime.dll and nothing else of ORT.
-"""
+The expected sets are written out from docs/field-notes.md#import-graph and the issue's acceptance
+list, not copied from bundle's output. The app is the mingw-built examples/hello/hello.exe, which
+imports onnxruntime.dll and nothing else of ORT."""
 
 from __future__ import annotations
 

@@ -1,12 +1,11 @@
 """`bundle scan` and `bundle profiles check`: runtime loads found in the binaries' own bytes.
 
-Three tiers. A program compiled here with mingw (a real LoadLibraryW import, real string
-constants: a plain name, a wide name, a printf pattern, a message naming a DLL) pins the
-string reader and the kinds down. The real ORT / CUDA / cuDNN DLLs must give every runtime
-rule of the GPU profile: the expected set below was read from FIELD_NOTES §2 and `strings -a`
-/ `strings -el` on the pinned wheels, not from the scanner's output. `profiles check` passes
-on the three shipped profiles and fails when a rule is deleted or a DLL gains a name.
-"""
+Three tiers. A program compiled here with mingw (a real LoadLibraryW import, real string constants:
+a plain name, a wide name, a printf pattern, a message naming a DLL) pins the string reader and the
+kinds down. The real ORT / CUDA / cuDNN DLLs must give every runtime rule of the GPU profile: the
+expected set below was read from docs/field-notes.md#import-graph and `strings -a` / `strings -el`
+on the pinned wheels, not from the scanner's output. `profiles check` passes on the three shipped
+profiles and fails when a rule is deleted or a DLL gains a name."""
 
 from __future__ import annotations
 
@@ -68,8 +67,8 @@ def pool_with(folder: Path, *names: str) -> Pool:
 
 def test_a_name_imported_under_another_version_is_a_fallback(tmp_path: Path) -> None:
     """Imports outrank strings: ORT 1.31.1's CUDA provider imports cublas64_13.dll and names
-    cublas64_12.dll as text (FIELD_NOTES §6). With both in the pool, the _12 string is a
-    fallback, not a runtime load; a name of a family it does not import stays a load."""
+    cublas64_12.dll as text (docs/field-notes.md#newer-releases). With both in the pool, the _12
+    string is a fallback, not a runtime load; a name of a family it does not import stays a load."""
     provider = write_pe(tmp_path / "provider.dll", PESpec(imports=("cublas64_13.dll",)))
     with provider.open("ab") as handle:  # strings after the image, as in a real binary's data
         handle.write(b"\0cublas64_12.dll\0cudart64_12.dll\0cublas64_13.dll\0")

@@ -16,8 +16,8 @@ from tests.conftest import REPO, RealDlls, require
 
 WIN10 = (10, 0, 10240)
 
-# Redistributables and driver DLLs: listing any of these as "system" would silently drop them
-# from a bundle (FIELD_NOTES §2 and §4).
+# Redistributables and driver DLLs: listing any of these as "system" would silently drop them from a
+# bundle (docs/field-notes.md#import-graph and #vc-runtime).
 NEVER_SYSTEM = [
     "msvcp140.dll",
     "msvcp140_1.dll",

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 PROVIDER_PREFIX = "onnxruntime_providers_"
 PROVIDERS_SHARED = "onnxruntime_providers_shared.dll"
-# ORT 1.19.2 imports both; the deployment how-tos forget them (FIELD_NOTES §4).
+# ORT 1.19.2 imports both; the deployment how-tos forget them (docs/field-notes.md#vc-runtime).
 VC_RUNTIME_PARTS = ("vcruntime140_1.dll", "msvcp140_1.dll")
 CUDNN = "cudnn"
 TIME_TOLERANCE_NS = 2_000_000_000  # FAT and zip keep times to 2 s

@@ -211,8 +211,9 @@ def finding_groups(findings: Sequence[Finding], plan: Plan) -> list[tuple[str, l
 
 @dataclass(frozen=True)
 class Component:
-    """A part of the bundle a reader budgets for. `files`: DLL name patterns of the vendor's
-    naming convention (FIELD_NOTES §2-4); `artifacts`: profile artifact name patterns."""
+    """A part of the bundle a reader budgets for. `files`: DLL name patterns of the vendor's naming
+    convention (docs/field-notes.md#import-graph to #vc-runtime); `artifacts`: profile artifact name
+    patterns."""
 
     label: str
     colour: str
