@@ -2,9 +2,9 @@
 
 Two tiers. Synthetic bundles (pefactory images named and wired like the real GPU set,
 docs/field-notes.md#import-graph) pin each cheap check down on its own. Real data: the folders
-`bundle build --link` makes for examples/hello audit clean, and each field failure is made from a hard-linked
-copy of the built GPU folder by deleting or replacing real DLLs; a file that gets patched is
-always a copy first, never a hard link into the session's cache.
+`bundle build --link` makes for examples/hello audit clean, and each field failure is made from
+a hard-linked copy of the built GPU folder by deleting or replacing real DLLs; a file that gets
+patched is always a copy first, never a hard link into the session's cache.
 """
 
 from __future__ import annotations
