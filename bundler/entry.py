@@ -1,4 +1,4 @@
-"""The `bundle` command's entry point: first make sure the `bundler` package is ours.
+"""Talk layer: the `bundle` command's entry point: first make sure the `bundler` package is ours.
 
 `bundler` is also the import name of an unrelated project on PyPI. Installed into the same
 environment, its files land in the same folder as ours and its `__init__.py` replaces ours;

@@ -1,4 +1,4 @@
-"""The one error hierarchy of `bundle`, and the exit-code table a CI job can gate on.
+"""Decide layer: the one error hierarchy of `bundle`, and the exit-code table a CI job can gate on.
 
 Library code raises these; only the CLI turns them into a message and an exit code.
 Every message says what failed, which file or name, and what to do about it.

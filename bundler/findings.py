@@ -1,4 +1,4 @@
-"""The catalogue of audit findings: one stable code per kind of problem, as data.
+"""Decide layer: the catalogue of audit findings: one stable code per kind of problem, as data.
 
 A code never changes meaning once released (CI suppressions and docs point at it); a new kind of
 problem gets a new code. Every view of an audit (the table, --json, and later JUnit and HTML)

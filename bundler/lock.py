@@ -1,4 +1,4 @@
-"""bundle.lock.json: what a build put next to the exe, and why — a view of the Plan.
+"""Act layer: bundle.lock.json: what a build put next to the exe, and why — a view of the Plan.
 
 Every file with its SHA-256, size, file version, where it came from (artifact, the URL / wheel /
 folder, the archive's SHA-256 and the member inside it) and the shortest chain that needs it.

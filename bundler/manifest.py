@@ -1,4 +1,4 @@
-"""Reading manifests/ TOML files into typed values with messages that name file and key.
+"""Read layer: reading manifests/ TOML files into typed values with messages that name file and key.
 
 Raw dicts never leave the loaders: each loader walks its table with a `Table`, which takes keys
 out one by one, checks their types, and rejects keys it was not asked for (typos in a profile

@@ -1,4 +1,4 @@
-"""The Plan: the one document every command of bundle is a view of.
+"""Decide layer: the Plan: the one document every command of bundle is a view of.
 
 It holds the resolution (roots, every DLL with its classification and facts, the labelled edges
 between them, findings) and serialises to JSON with a schema_version. `deps` prints it, `--json`

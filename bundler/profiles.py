@@ -1,4 +1,5 @@
-"""Target profiles: what an ORT app needs on a given target, loaded from manifests/profiles/.
+"""Read layer: target profiles: what an ORT app needs on a given target, loaded from
+manifests/profiles/.
 
 A profile is data (TOML with provenance comments), validated here into frozen dataclasses.
 DLL names are kept as written for display; every comparison goes through `dll_key`.

@@ -1,4 +1,4 @@
-"""The one place that knows where package data lives.
+"""Read layer: the one place that knows where package data lives.
 
 In a built wheel, `manifests/` and `templates/` are copied into `bundler/_data/` (see
 pyproject.toml). In a source checkout or an editable install they sit at the top of the

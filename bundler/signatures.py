@@ -1,4 +1,4 @@
-"""Authenticode: does a vendor-signed DLL still carry a signature that verifies?
+"""Read layer: Authenticode: does a vendor-signed DLL still carry a signature that verifies?
 
 A DLL that was signed and no longer verifies has been changed after signing: patched,
 corrupted in transit, or replaced by someone else's build under the vendor's name. Checked:

@@ -1,4 +1,4 @@
-"""Windows system policy: which DLL names the OS provides, so they are never bundled.
+"""Read layer: Windows system policy: which DLL names the OS provides, so they are never bundled.
 
 Loaded from manifests/windows/system.toml (API-set prefixes, KnownDLLs, and groups of DLLs
 present on every install since a given Windows build). The set that applies to a target is the

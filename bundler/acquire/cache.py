@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO
 
 from bundler.errors import BusyError, IntegrityError, OutputError
+from bundler.notes import note
 from bundler.settings import env_number
 
 HASH_BLOCK = 1 << 20
@@ -115,7 +116,7 @@ def file_lock(path: Path, what: str, *, remove: bool = False) -> Iterator[None]:
     except Timeout:
         if limit is not None and limit <= WAIT_NOTICE:
             raise _busy(path, what, limit) from None
-        print(f"bundle: waiting for {what}: another bundle process holds {path}", file=sys.stderr)
+        note(f"bundle: waiting for {what}: another bundle process holds {path}")
         try:
             lock.acquire(timeout=-1 if limit is None else limit - WAIT_NOTICE)
         except Timeout:

@@ -1,5 +1,5 @@
-"""Download one pinned artifact: stream it to a `.part` file beside the target, hash while
-streaming, and rename it to the final name only after every pin matched.
+"""Act layer: download one pinned artifact: stream it to a `.part` file beside the target, hash
+while streaming, and rename it to the final name only after every pin matched.
 
 Invariants a caller can rely on:
 - nothing ever appears under the final name unless its SHA-256 (and SHA-512 and size, when

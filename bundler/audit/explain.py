@@ -1,4 +1,5 @@
-"""`bundle audit PATH --explain DLL`: why this DLL would fail to load here (error 126).
+"""Decide layer: `bundle audit PATH --explain DLL`: why this DLL would fail to load here (error
+126).
 
 Decide layer: a pure function over the audit's Plan and profile, no I/O. The search order is
 the loader's: first the DLL's static import closure (what LoadLibrary maps at once; a gap there

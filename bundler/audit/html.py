@@ -1,4 +1,4 @@
-"""`bundle audit --html FILE`: the audit as one self-contained web page.
+"""Act layer: `bundle audit --html FILE`: the audit as one self-contained web page.
 
 The page is for the people who never run the CLI: a release manager deciding whether a bundle
 ships, a support engineer reading it on a customer's machine. So it is one file that needs

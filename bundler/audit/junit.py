@@ -1,4 +1,5 @@
-"""`bundle audit --junit FILE`: the audit as a JUnit XML report, for CI test-report pages.
+"""Act layer: `bundle audit --junit FILE`: the audit as a JUnit XML report, for CI test-report
+pages.
 
 One test case per code of the findings catalogue, every code, so a check that passed shows as a
 passed case and a suppression-free history per code builds up in the CI. A code with error

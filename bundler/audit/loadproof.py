@@ -1,4 +1,5 @@
-"""`bundle audit PATH --run`: the load proof. The real loader's verdict beside the audit's.
+"""Decide layer: `bundle audit PATH --run`: the load proof. The real loader's verdict beside the
+audit's.
 
 The audit is a model of the Windows loader; the load proof asks a real one and compares. Any
 disagreement is itself a finding (BA5xx): either the model is wrong about this folder, or the

@@ -1,4 +1,4 @@
-"""`bundle audit PATH --run`: running the load proof, under Wine or on Windows.
+"""Act layer: `bundle audit PATH --run`: running the load proof, under Wine or on Windows.
 
 bundler.audit.loadproof decides what to run and what the runs prove; this module runs the programs
 and returns the audit report with the loader's verdict and its findings (prove_load).
@@ -45,12 +45,13 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pefile
 
+from bundler import notes
 from bundler.acquire.cache import default_cache_dir, file_lock
 from bundler.audit.loadproof import (
     LoaderLine,
@@ -91,12 +92,6 @@ _WINDOWS_LOAD = (
     "handle = kernel32.LoadLibraryExW(sys.argv[1], None, 0x8)\n"  # ALTERED_SEARCH_PATH
     "sys.exit(0 if handle else ctypes.get_last_error())\n"
 )
-
-Note = Callable[[str], None]
-
-
-def _to_stderr(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 # --- running programs -----------------------------------------------------------------------------
@@ -152,7 +147,7 @@ class WineLoader:
 
     name = "wine"
 
-    def __init__(self, prefix: Path, owned: bool, overrides: str | None, note: Note) -> None:
+    def __init__(self, prefix: Path, owned: bool, overrides: str | None, note: notes.Note) -> None:
         self.prefix = prefix
         self.owned = owned  # the private prefix: bundle starts and stops its wineserver
         self.overrides = overrides
@@ -352,7 +347,7 @@ def prove_load(
     *,
     ignore: Sequence[Suppression] = (),
     cache_dir: Path | None = None,
-    note: Note = _to_stderr,
+    note: notes.Note = notes.note,
 ) -> AuditReport:
     """The report with the loader's verdict (`load_proof`) and the disagreements as findings
     (those matching an `ignore` rule go to `suppressed`). Raises LoaderUnavailableError where
@@ -387,7 +382,7 @@ def prove_load(
     )
 
 
-def _wine_loader(plan: Plan, cache_dir: Path | None, note: Note) -> WineLoader:
+def _wine_loader(plan: Plan, cache_dir: Path | None, note: notes.Note) -> WineLoader:
     if shutil.which("wine") is None:
         raise LoaderUnavailableError(
             "bundle audit --run needs a Windows loader to start the app: Windows itself, or "

@@ -855,6 +855,9 @@ def scan(
 def main() -> None:
     """Entry point: run the CLI and map library errors onto the exit-code table. Typer itself
     handles usage errors (exit 2) and typer.Exit; everything ends in SystemExit."""
+    from bundler import notes
+
+    notes.set_sink(lambda message: typer.echo(message, err=True))
     try:
         try:
             app()

@@ -1,4 +1,5 @@
-"""Text views of a Plan and of profiles, for people. Pure: they return strings; the CLI prints.
+"""Talk layer: text views of a Plan and of profiles, for people. Pure: they return strings; the CLI
+prints.
 
 The dependency tree shows what ships (bundled), what must exist on the target (driver) and what
 is missing; system DLLs and API sets would repeat under every node, so they are summarised once.

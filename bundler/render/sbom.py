@@ -1,4 +1,4 @@
-"""Render a CycloneDX 1.5 SBOM of a bundle: a view of the lock file plus the profile's
+"""Act layer: render a CycloneDX 1.5 SBOM of a bundle: a view of the lock file plus the profile's
 supplier and licence data. Reproducible: no timestamp, and a serial number derived from the
 content (the same bundle gives the same bytes)."""
 

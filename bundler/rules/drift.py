@@ -1,4 +1,4 @@
-"""`bundle profiles check`: do a profile's runtime rules still match its binaries?
+"""Decide layer: `bundle profiles check`: do a profile's runtime rules still match its binaries?
 
 The rules were written from `strings` output for one set of binaries; the next release moves a
 name, drops one or adds one. The check scans every DLL the profile's artifacts provide

@@ -1,4 +1,4 @@
-"""`bundle scan`: the DLLs a binary may load at run time, found in its own bytes.
+"""Read layer: `bundle scan`: the DLLs a binary may load at run time, found in its own bytes.
 
 No import table shows a LoadLibrary. What does show it is the name the binary passes: ORT's
 provider names, cuDNN's sub-library names and `nvrtc64_%d_0.dll`, NVRTC's builtins name all

@@ -1,4 +1,5 @@
-"""bundle.toml: a pipeline's build settings, kept next to the app, so `bundle build` needs no flags.
+"""Read layer: bundle.toml: a pipeline's build settings, kept next to the app, so `bundle build`
+needs no flags.
 
     [build]
     exe = "hello.exe"                  # relative to this file's folder

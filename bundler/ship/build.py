@@ -1,4 +1,4 @@
-"""`bundle build`: acquire → resolve → decide → apply, as one short script of calls.
+"""Act layer: `bundle build`: acquire → resolve → decide → apply, as one short script of calls.
 
 Everything that writes into the output folder happens after every decision has been made and
 checked (missing DLLs, VC runtime version, conflicts, --locked): a failed build writes nothing

@@ -1,4 +1,5 @@
-"""Flavours: which packages an ORT build needs, and which component versions go together.
+"""Read layer: flavours: which packages an ORT build needs, and which component versions go
+together.
 
 A flavour (manifests/flavours/<name>.toml) is the data `bundle profiles new` starts from: the
 ORT package of that build (onnxruntime-gpu, onnxruntime, onnxruntime-directml), the execution

@@ -1,5 +1,5 @@
-"""`bundle profiles outdated`: the drift radar. Which ORT releases, and which CUDA / cuDNN
-component releases, does the package index have that the shipped catalogue does not cover?
+"""Act layer: `bundle profiles outdated`: the drift radar. Which ORT releases, and which CUDA /
+cuDNN component releases, does the package index have that the shipped catalogue does not cover?
 
 Act layer (reads the index's PEP 691 pages, nothing else). For every package of the catalogue
 (onnxruntime-gpu, onnxruntime, onnxruntime-directml) the newest patch of each minor release

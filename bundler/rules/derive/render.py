@@ -1,9 +1,8 @@
-"""Render a derived profile as TOML in the schema bundler.profiles reads, with a comment on
-every fact saying where it came from: the index page and SHA-256 for a pin, the scan evidence
-(file, string, offset) for a root or rule, the linker version for the VC++ floor, the flavour
-file for what was chosen rather than measured. The user reviews the file; nothing here is
-read back except by the profile loader.
-"""
+"""Decide layer: render a derived profile as TOML in the schema bundler.profiles reads, with a
+comment on every fact saying where it came from: the index page and SHA-256 for a pin, the scan
+evidence (file, string, offset) for a root or rule, the linker version for the VC++ floor, the
+flavour file for what was chosen rather than measured. The user reviews the file; nothing here is
+read back except by the profile loader."""
 
 from __future__ import annotations
 
