@@ -39,7 +39,7 @@ if hasattr(typer.core, "HAS_RICH"):
 elif hasattr(typer.core, "rich"):
     typer.core.rich = None
 
-from bundler.cli import app  # noqa: E402
+from bundler.cli.commands import app  # noqa: E402
 
 USAGE_MD = REPO / "docs" / "usage.md"
 HEADER = """\

@@ -1,0 +1,133 @@
+"""Talk layer: the typer app of the `bundle` command line and the options its commands share.
+bundler.cli is the only package that prints or exits.
+
+Each command is a short script: read inputs, decide (resolve into a Plan), show a view of it.
+Errors from the library arrive as BundleError and leave as one line plus a documented exit code
+(docs/exit-codes.md); --debug (or BUNDLE_DEBUG=1) shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+# Module level: only what the option defaults need. Every command imports its modules itself,
+# so starting the CLI costs what the command uses (benchmarks/, P3).
+from bundler import __version__
+
+if TYPE_CHECKING:
+    pass
+
+
+app = typer.Typer(
+    help="Ship Windows apps that embed ONNX Runtime 1.19.2 with every DLL they need.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+profiles_app = typer.Typer(help="List the target profiles, or show one.", add_completion=False)
+app.add_typer(profiles_app, name="profiles")
+cache_app = typer.Typer(help="Inspect or clean the download cache.", add_completion=False)
+app.add_typer(cache_app, name="cache")
+render_app = typer.Typer(
+    help="Render an output of a built bundle again from its lock file.", add_completion=False
+)
+app.add_typer(render_app, name="render")
+
+_debug = {"on": os.environ.get("BUNDLE_DEBUG", "") not in ("", "0")}
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"bundle {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
+    ] = False,
+) -> None:
+    if debug:
+        _debug["on"] = True
+
+
+ProfileOption = Annotated[
+    str,
+    typer.Option(
+        "--profile",
+        "-p",
+        help="Target profile: a name, a profile .toml file, or an ORT release (its GPU profile).",
+    ),
+]
+SearchOption = Annotated[
+    list[Path] | None,
+    typer.Option("--search", "-s", help="Folder to search for DLLs (repeatable, in order)."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+AppNameOption = Annotated[
+    str | None, typer.Option("--app-name", help="Installer: the app's name (default: exe name).")
+]
+AppVersionOption = Annotated[
+    str | None,
+    typer.Option("--app-version", help="Installer: the version (default: the exe's FileVersion)."),
+]
+PublisherOption = Annotated[
+    str | None, typer.Option("--publisher", help="Installer: the publisher's name.")
+]
+CompressionOption = Annotated[
+    str | None,
+    typer.Option(
+        "--iss-compression", help="Installer: Inno Setup compression (default lzma2; zip/1 fast)."
+    ),
+]
+ShortcutOption = Annotated[
+    bool | None,
+    typer.Option("--shortcut/--no-shortcut", help="Installer: a Start-menu shortcut to the app."),
+]
+RequireGpuOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--require-gpu/--allow-cpu",
+        help="Installer: a silent install fails without a good enough NVIDIA driver.",
+    ),
+]
+LockOption = Annotated[
+    Path | None,
+    typer.Option("--lock", help="The bundle's lock file (default: from bundle.toml, or ./)."),
+]
+RenderConfigOption = Annotated[
+    Path | None, typer.Option("--config", help="bundle.toml holding the render table.")
+]
+SourceOption = Annotated[
+    str, typer.Option("--source", help="auto (url, then pip, then dir), url, pip or dir.")
+]
+MirrorOption = Annotated[
+    list[str] | None,
+    typer.Option("--mirror", help="Folder or URL holding the archives by name (repeatable)."),
+]
+OfflineOption = Annotated[
+    bool, typer.Option("--offline", help="No network: cache, mirror folders, local installs.")
+]
+AllowHttpOption = Annotated[bool, typer.Option("--allow-http", help="Allow plain-http:// mirrors.")]
+
+
+def _choose_cache_dir(folder: Path | None) -> Path | None:
+    from bundler.acquire.cache import choose_cache_dir
+
+    return choose_cache_dir(folder)
+
+
+CacheDirOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--cache-dir",
+        help="Download cache (default: $BUNDLE_CACHE_DIR or the user cache).",
+        callback=_choose_cache_dir,
+    ),
+]

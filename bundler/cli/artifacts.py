@@ -1,0 +1,89 @@
+"""Talk layer: `bundle fetch` and `bundle cache`: the pinned artifacts and the download cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+# Module level: only what the option defaults need. Every command imports its modules itself,
+# so starting the CLI costs what the command uses (benchmarks/, P3).
+from bundler.cli import views
+from bundler.cli.app import (
+    AllowHttpOption,
+    CacheDirOption,
+    MirrorOption,
+    OfflineOption,
+    ProfileOption,
+    SearchOption,
+    SourceOption,
+    app,
+    cache_app,
+)
+from bundler.profiles import DEFAULT_PROFILE
+
+if TYPE_CHECKING:
+    pass
+
+
+@app.command()
+def fetch(
+    profile: ProfileOption = DEFAULT_PROFILE,
+    source: SourceOption = "auto",
+    cache_dir: CacheDirOption = None,
+    mirror: MirrorOption = None,
+    offline: OfflineOption = False,
+    allow_http: AllowHttpOption = False,
+    verify: Annotated[bool, typer.Option("--verify", help="Re-hash cached files too.")] = False,
+    search: SearchOption = None,
+    to: Annotated[
+        Path | None,
+        typer.Option("--to", help="Also put every archive here (a mirror for offline agents)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Acquire and verify every artifact of a profile; print what came from where."""
+    from bundler.acquire.artifacts import AcquireOptions, acquire_profile, export_archives
+    from bundler.acquire.cache import Cache, default_cache_dir
+    from bundler.acquire.download import DownloadPolicy
+    from bundler.cli.progress import progress_for
+    from bundler.profiles import load_profile
+
+    options = AcquireOptions(
+        mode=source,
+        mirrors=tuple(mirror or ()),
+        offline=offline,
+        verify=verify,
+        search=tuple(search or ()),
+        policy=DownloadPolicy(allow_http=allow_http),
+    )
+    cache = Cache(cache_dir or default_cache_dir())
+    acquired = acquire_profile(load_profile(profile), cache, options, progress_for)
+    if to is not None:
+        export_archives(acquired, cache, to)
+    typer.echo(views.acquired_json(acquired) if as_json else views.acquired_table(acquired))
+
+
+@cache_app.command("list")
+def cache_list(cache_dir: CacheDirOption = None) -> None:
+    """List the verified archives in the cache."""
+    from bundler.acquire.cache import Cache, default_cache_dir
+
+    cache = Cache(cache_dir or default_cache_dir())
+    typer.echo(views.cache_table(cache.root, cache.entries()))
+
+
+@cache_app.command("clean")
+def cache_clean(
+    cache_dir: CacheDirOption = None,
+    everything: Annotated[
+        bool, typer.Option("--all", help="Also remove the verified archives.")
+    ] = False,
+) -> None:
+    """Remove partial downloads, extracted trees and kept templates (--all: the archives too)."""
+    from bundler.acquire.cache import Cache, default_cache_dir
+
+    cache = Cache(cache_dir or default_cache_dir())
+    freed = cache.clean(everything)
+    typer.echo(f"freed {views.human_size(freed)} in {cache.root}")

@@ -1,0 +1,142 @@
+"""Talk layer: `bundle audit` and its views (--json, --junit, --html, --explain, --run)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+# Module level: only what the option defaults need. Every command imports its modules itself,
+# so starting the CLI costs what the command uses (benchmarks/, P3).
+from bundler.cli import views
+from bundler.cli.app import (
+    app,
+)
+from bundler.errors import ExitCode
+
+if TYPE_CHECKING:
+    from bundler.audit.report import AuditReport
+
+
+@app.command()
+def audit(
+    path: Annotated[
+        Path,
+        typer.Argument(
+            metavar="PATH", help="A bundle folder, its bundle.lock.json, or a .zip/.7z of it."
+        ),
+    ],
+    profile: Annotated[
+        str | None,
+        typer.Option("--profile", "-p", help="Target profile (default: the lock file's)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON.")] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Warnings fail the audit too (exit 18).")
+    ] = False,
+    ignore: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--ignore",
+            metavar="CODE[:FILE]",
+            help="Suppress a finding code (or name), optionally only for files matching a "
+            "pattern, e.g. BA303:onnxruntime_providers_tensorrt.dll. Repeatable.",
+        ),
+    ] = None,
+    junit: Annotated[
+        Path | None,
+        typer.Option("--junit", help="Also write a JUnit XML report (one case per finding code)."),
+    ] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option("--html", help="Also write a self-contained HTML report with the graph."),
+    ] = None,
+    run: Annotated[
+        bool,
+        typer.Option("--run", help="Load proof: start the app (under Wine off Windows) too."),
+    ] = False,
+    signatures: Annotated[
+        bool,
+        typer.Option("--signatures", help="Also verify the DLLs' Authenticode signatures."),
+    ] = False,
+    run_args: Annotated[
+        list[str] | None,
+        typer.Option("--run-arg", metavar="ARG", help="An argument for the app with --run."),
+    ] = None,
+    explain_dll: Annotated[
+        str | None,
+        typer.Option("--explain", metavar="DLL", help="Why DLL would fail to load (error 126)."),
+    ] = None,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="Hash every file the lock file lists (without it, sizes and time stamps are "
+            "compared; PATH being the lock file implies it).",
+        ),
+    ] = False,
+) -> None:
+    """Check a shipped folder as the target machine will see it; exit 17 on errors."""
+    from bundler.audit.junit import write_junit
+    from bundler.audit.run import as_archived, with_signatures
+    from bundler.audit.run import audit as run_audit
+    from bundler.audit.suppressions import parse_suppression
+
+    rules = [parse_suppression(text) for text in ignore or ()]
+    with _audit_target(path) as (target, inner):
+        report = run_audit(target, profile, rules, verify=verify)
+        if signatures:
+            report = with_signatures(report, rules)
+        if run:
+            from bundler.audit.loadrun import prove_load
+
+            report = prove_load(
+                report, tuple(run_args or ()), ignore=rules, note=lambda m: typer.echo(m, err=True)
+            )
+        if inner is not None:
+            report = as_archived(report, path, inner)
+    if junit is not None:
+        write_junit(report, junit, strict)
+    if html is not None:
+        from bundler.audit.html import write_html
+
+        write_html(report, html)
+    if explain_dll is not None:
+        _print_explanation(report, explain_dll, as_json)
+        return
+    typer.echo(views.audit_json(report) if as_json else views.audit_table(report))
+    code = report.exit_code(strict)
+    if code:
+        raise typer.Exit(code)
+
+
+@contextmanager
+def _audit_target(path: Path) -> Iterator[tuple[Path, str | None]]:
+    """PATH itself, or for an archive its unpacked folder (and the folder's path inside)."""
+    from bundler.audit.run import is_archive, unpacked
+
+    if not is_archive(path):
+        yield path, None
+        return
+    with unpacked(path) as (target, inner):
+        yield target, inner
+
+
+def _print_explanation(report: AuditReport, dll: str, as_json: bool) -> None:
+    """0 when DLL's whole closure is in the folder, the audit-error code when not."""
+    from bundler.audit.explain import explain
+
+    explanation = explain(report.plan, report.profile, dll)
+    if explanation is None:
+        raise typer.BadParameter(
+            f"{dll} is neither in {report.folder} nor needed by what is there "
+            f"({report.profile.name}).",
+            param_hint="--explain",
+        )
+    shown = views.explain_json if as_json else views.explain_text
+    typer.echo(shown(explanation, report.folder))
+    if not explanation.loads:
+        raise typer.Exit(ExitCode.AUDIT_ERRORS)

@@ -1,0 +1,314 @@
+"""Talk layer: `bundle build`, `bundle render` and `bundle msbuild`, the commands that write a
+bundle and its views."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+# Module level: only what the option defaults need. Every command imports its modules itself,
+# so starting the CLI costs what the command uses (benchmarks/, P3).
+from bundler.cli import views
+from bundler.cli.app import (
+    AllowHttpOption,
+    AppNameOption,
+    AppVersionOption,
+    CacheDirOption,
+    CompressionOption,
+    LockOption,
+    MirrorOption,
+    OfflineOption,
+    ProfileOption,
+    PublisherOption,
+    RenderConfigOption,
+    RequireGpuOption,
+    SearchOption,
+    ShortcutOption,
+    SourceOption,
+    app,
+    render_app,
+)
+from bundler.errors import ConfigError
+from bundler.profiles import DEFAULT_PROFILE
+from bundler.render.msbuild import DEFAULT_OUT
+
+if TYPE_CHECKING:
+    from bundler.lock import Lock
+    from bundler.render.iss import IssSettings
+    from bundler.ship.appconfig import AppConfig
+
+
+@app.command()
+def build(
+    exe: Annotated[
+        Path | None,
+        typer.Argument(metavar="[EXE]", help="The app's .exe (default: from bundle.toml)."),
+    ] = None,
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            "--profile", "-p", help="Target profile: a name, a .toml file, or an ORT release."
+        ),
+    ] = None,
+    ort: Annotated[
+        str | None,
+        typer.Option("--ort", help="An ORT release, e.g. 1.31.1: its shipped GPU profile."),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Output folder (default: the exe's folder).")
+    ] = None,
+    search: SearchOption = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show the plan, write nothing.")
+    ] = False,
+    clean: Annotated[
+        bool, typer.Option("--clean", help="First remove the files an earlier build wrote.")
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite files bundle did not write.")
+    ] = False,
+    link: Annotated[
+        bool | None, typer.Option("--link/--copy", help="Hard-link files from the cache.")
+    ] = None,
+    locked: Annotated[
+        bool, typer.Option("--locked", help="Fail if the result differs from bundle.lock.json.")
+    ] = False,
+    vc_runtime: Annotated[
+        str | None, typer.Option("--vc-runtime", help="app-local or installer.")
+    ] = None,
+    vc_redist: Annotated[
+        Path | None, typer.Option("--vc-redist", help="vc_redist.x64.exe for installer mode.")
+    ] = None,
+    sbom: Annotated[
+        bool | None, typer.Option("--sbom/--no-sbom", help="Write a CycloneDX SBOM.")
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="bundle.toml to read (default: beside EXE).")
+    ] = None,
+    cache_dir: CacheDirOption = None,
+    mirror: MirrorOption = None,
+    offline: OfflineOption = False,
+    allow_http: AllowHttpOption = False,
+    iss: Annotated[
+        Path | None,
+        typer.Option("--iss", help="Write the Inno Setup script here (default: OUT/setup.iss)."),
+    ] = None,
+    no_iss: Annotated[bool, typer.Option("--no-iss", help="Write no Inno Setup script.")] = False,
+    no_postbuild: Annotated[
+        bool,
+        typer.Option("--no-postbuild", help="Write no postbuild.cmd / postbuild.event.xml."),
+    ] = False,
+    app_name: AppNameOption = None,
+    app_version: AppVersionOption = None,
+    publisher: PublisherOption = None,
+    iss_compression: CompressionOption = None,
+    shortcut: ShortcutOption = None,
+    require_gpu: RequireGpuOption = None,
+    archive: Annotated[
+        Path | None,
+        typer.Option("--archive", help="Also pack the bundle into this .zip or .7z file."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Deploy EXE's complete DLL closure next to it (or into --out), with a lock file and an
+    Inno Setup script."""
+    from bundler.acquire.artifacts import AcquireOptions
+    from bundler.acquire.cache import default_cache_dir
+    from bundler.acquire.download import DownloadPolicy
+    from bundler.cli.progress import progress_for
+    from bundler.ship.build import BuildOptions
+    from bundler.ship.build import build as run_build
+
+    settings = _app_config(config, exe)
+    chosen_exe = exe or settings.exe
+    if chosen_exe is None:
+        raise ConfigError("no EXE given and no bundle.toml with [build] exe in this folder.")
+    options = BuildOptions(
+        exe=chosen_exe,
+        profile=profile or ort or settings.profile or DEFAULT_PROFILE,
+        cache_dir=cache_dir or default_cache_dir(),
+        out=out or settings.out,
+        search=tuple(search or ()) + settings.search,
+        vc_runtime=vc_runtime or settings.vc_runtime,
+        vc_redist=vc_redist or settings.vc_redist,
+        dry_run=dry_run,
+        clean=clean,
+        force=force,
+        link=bool(link if link is not None else settings.link),
+        locked=locked,
+        sbom=bool(sbom if sbom is not None else settings.sbom),
+        iss=False if no_iss else (iss or (settings.iss if settings.iss is not None else True)),
+        installer=_installer(
+            settings.installer,
+            app_name,
+            app_version,
+            publisher,
+            iss_compression,
+            shortcut,
+            require_gpu,
+        ),
+        archive=archive or settings.archive,
+        postbuild=None if no_postbuild else settings.postbuild,
+        acquire=AcquireOptions(
+            mirrors=tuple(mirror or ()),
+            offline=offline,
+            policy=DownloadPolicy(allow_http=allow_http),
+        ),
+    )
+    result = run_build(options, progress_for)
+    typer.echo(views.build_json(result) if as_json else views.build_report(result))
+
+
+def _installer(
+    base: IssSettings,
+    app_name: str | None,
+    app_version: str | None,
+    publisher: str | None,
+    compression: str | None,
+    shortcut: bool | None,
+    require_gpu: bool | None,
+) -> IssSettings:
+    """bundle.toml's [render] settings with the command line's flags on top."""
+    return replace(
+        base,
+        app_name=app_name if app_name is not None else base.app_name,
+        app_version=app_version if app_version is not None else base.app_version,
+        publisher=publisher if publisher is not None else base.publisher,
+        compression=compression if compression is not None else base.compression,
+        shortcut=shortcut if shortcut is not None else base.shortcut,
+        require_gpu=require_gpu if require_gpu is not None else base.require_gpu,
+    )
+
+
+@render_app.command("iss")
+def render_iss(
+    lock: LockOption = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Where to write the script (default: beside the lock file)."),
+    ] = None,
+    config: RenderConfigOption = None,
+    app_name: AppNameOption = None,
+    app_version: AppVersionOption = None,
+    publisher: PublisherOption = None,
+    iss_compression: CompressionOption = None,
+    shortcut: ShortcutOption = None,
+    require_gpu: RequireGpuOption = None,
+) -> None:
+    """Render the Inno Setup script of a built bundle from its lock file, without building."""
+    from bundler.render.iss import ISS_NAME, write_iss
+
+    settings = _app_config(config, None)
+    lock_path, bundle = _lock_to_render(lock, settings)
+    installer = _installer(
+        settings.installer,
+        app_name,
+        app_version,
+        publisher,
+        iss_compression,
+        shortcut,
+        require_gpu,
+    ).checked()
+    target = out or (settings.iss if isinstance(settings.iss, Path) else None)
+    result = write_iss(bundle, lock_path.parent, target or lock_path.parent / ISS_NAME, installer)
+    typer.echo(views.iss_report(result))
+
+
+@render_app.command("postbuild")
+def render_postbuild(
+    lock: LockOption = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="The folder for both files (default: the lock file's)."),
+    ] = None,
+    config: RenderConfigOption = None,
+    project_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--project-dir", help="The .vcxproj's folder: the event names the script from it."
+        ),
+    ] = None,
+) -> None:
+    """Render postbuild.cmd (copies the bundle's DLLs into a build's output folder) and
+    postbuild.event.xml (the MSBuild post-build event calling it) from a lock file."""
+    from bundler.render.postbuild import PostbuildSettings, write_postbuild
+
+    settings = _app_config(config, None)
+    lock_path, bundle = _lock_to_render(lock, settings)
+    configured = settings.postbuild.project_dir if settings.postbuild else None
+    chosen = PostbuildSettings(project_dir=project_dir or configured)
+    result = write_postbuild(bundle, lock_path.parent, out or lock_path.parent, chosen)
+    typer.echo(views.postbuild_report(result))
+
+
+def _lock_to_render(lock: Path | None, settings: AppConfig) -> tuple[Path, Lock]:
+    """The lock a render command works from: --lock, else bundle.toml's output folder's."""
+    from bundler.lock import read_lock
+
+    lock_path = lock or _default_lock(settings)
+    bundle = read_lock(lock_path)
+    if bundle is None:
+        raise ConfigError(f"{lock_path}: no lock file; run bundle build first, or give --lock.")
+    return lock_path, bundle
+
+
+def _default_lock(settings: AppConfig) -> Path:
+    """The lock of bundle.toml's output folder (else of its exe's folder), else ./"""
+    from bundler.lock import LOCK_NAME
+
+    folder = settings.out or (settings.exe.parent if settings.exe else Path.cwd())
+    return folder / LOCK_NAME
+
+
+def _app_config(config: Path | None, exe: Path | None) -> AppConfig:
+    from bundler.ship.appconfig import CONFIG_NAME, AppConfig, find_config, load_config
+
+    path = config or find_config(exe.parent if exe else Path.cwd())
+    if config is not None and not config.is_file():
+        raise ConfigError(f"--config {config}: no such file.")
+    return load_config(path) if path else AppConfig(path=Path(CONFIG_NAME))
+
+
+@app.command()
+def msbuild(
+    profile: ProfileOption = DEFAULT_PROFILE,
+    out: Annotated[
+        Path, typer.Option("--out", help="The folder to lay out (default: ./ort-bundle).")
+    ] = DEFAULT_OUT,
+    source: SourceOption = "auto",
+    cache_dir: CacheDirOption = None,
+    mirror: MirrorOption = None,
+    offline: OfflineOption = False,
+    allow_http: AllowHttpOption = False,
+    link: Annotated[
+        bool, typer.Option("--link/--copy", help="Hard-link files from the cache.")
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite files bundle did not write.")
+    ] = False,
+) -> None:
+    """Lay out a folder for Visual Studio: ORT's headers, import library and DLL closure, with
+    ort-bundle.props and ort-bundle.targets to import in a .vcxproj."""
+    from bundler.acquire.artifacts import AcquireOptions
+    from bundler.acquire.cache import default_cache_dir
+    from bundler.acquire.download import DownloadPolicy
+    from bundler.cli.progress import progress_for
+    from bundler.ship.msbuild import MsbuildOptions, lay_out
+
+    options = MsbuildOptions(
+        profile=profile,
+        cache_dir=cache_dir or default_cache_dir(),
+        out=out,
+        link=link,
+        force=force,
+        acquire=AcquireOptions(
+            mode=source,
+            mirrors=tuple(mirror or ()),
+            offline=offline,
+            policy=DownloadPolicy(allow_http=allow_http),
+        ),
+    )
+    typer.echo(views.msbuild_report(lay_out(options, progress_for)))

@@ -1,0 +1,124 @@
+"""Talk layer: `bundle deps` and `bundle scan`, the commands that look at binaries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+# Module level: only what the option defaults need. Every command imports its modules itself,
+# so starting the CLI costs what the command uses (benchmarks/, P3).
+from bundler.cli import views
+from bundler.cli.app import (
+    CacheDirOption,
+    JsonOption,
+    ProfileOption,
+    SearchOption,
+    app,
+)
+from bundler.errors import ExitCode, InputFileError
+from bundler.profiles import DEFAULT_PROFILE
+
+if TYPE_CHECKING:
+    from bundler.plan import Plan
+
+
+@app.command()
+def deps(
+    files: Annotated[
+        list[Path], typer.Argument(metavar="FILE", help="The app's .exe (and any plugin DLLs).")
+    ],
+    profile: ProfileOption = DEFAULT_PROFILE,
+    search: SearchOption = None,
+    as_json: JsonOption = False,
+    why: Annotated[
+        str | None, typer.Option("--why", help="Print every chain from a root to this DLL.")
+    ] = None,
+    show_system: Annotated[
+        bool, typer.Option("--all", help="Show system DLLs and API sets in the tree too.")
+    ] = False,
+    fetch_artifacts: Annotated[
+        bool,
+        typer.Option("--fetch", help="Also search the profile's artifacts (fetched if needed)."),
+    ] = False,
+    cache_dir: CacheDirOption = None,
+) -> None:
+    """Resolve the complete DLL closure of FILES; exit 3 when anything is missing."""
+    plan = _resolve(files, profile, search or [], fetch_artifacts, cache_dir)
+    if why is not None:
+        _print_why(plan, why)
+    elif as_json:
+        typer.echo(plan.to_json())
+    else:
+        typer.echo(views.TreeView(plan, show_system).render())
+        typer.echo("")
+        typer.echo(views.summary(plan))
+    if plan.missing:
+        raise typer.Exit(ExitCode.MISSING)
+
+
+def _resolve(
+    files: list[Path],
+    profile_name: str,
+    search: list[Path],
+    fetch: bool = False,
+    cache_dir: Path | None = None,
+) -> Plan:
+    """Inputs are read before any fetch, so a wrong exe fails at once, not after a download."""
+    from bundler.acquire.artifacts import AcquireOptions, acquire_profile, dll_search_path
+    from bundler.acquire.cache import Cache, default_cache_dir
+    from bundler.cli.progress import progress_for
+    from bundler.profiles import load_profile
+    from bundler.resolve import read_inputs, resolve
+    from bundler.system import load_system_policy
+
+    profile = load_profile(profile_name)
+    apps = read_inputs(files, profile, search)
+    if fetch:
+        cache = Cache(cache_dir or default_cache_dir())
+        acquired = acquire_profile(profile, cache, AcquireOptions(), progress_for)
+        search = search + dll_search_path(acquired)
+    return resolve(apps, profile, load_system_policy(), search)
+
+
+def _print_why(plan: Plan, name: str) -> None:
+    if plan.file(name) is None:
+        raise typer.BadParameter(
+            f"{name} is not in the closure of these files for {plan.profile}.", param_hint="--why"
+        )
+    typer.echo(views.why(plan, name))
+
+
+@app.command()
+def scan(
+    dlls: Annotated[list[Path], typer.Argument(metavar="DLL...", help="The DLLs to scan.")],
+    pool: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--pool",
+            metavar="DIR",
+            help="Also match names against the DLLs in DIR (default: the DLLs' own folders).",
+        ),
+    ] = None,
+    profile: Annotated[
+        str | None,
+        typer.Option("--profile", "-p", help="Take the GPU driver DLL names from this profile."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Find the DLLs a binary may load at run time (LoadLibrary), with the evidence."""
+    from bundler.profiles import load_profile
+    from bundler.rules.scan import Pool
+    from bundler.rules.scan import scan as scan_file
+    from bundler.system import load_system_policy
+
+    for dll in dlls:
+        if not dll.is_file():
+            raise InputFileError(f"{dll}: not a file; give the DLLs to scan.")
+    folders = dict.fromkeys([*(dll.parent for dll in dlls), *(pool or ())])
+    drivers = load_profile(profile or DEFAULT_PROFILE).driver_dlls
+    known = Pool.of(list(folders), drivers)
+    policy = load_system_policy()
+    results = [scan_file(dll, known, policy) for dll in dlls]
+    typer.echo(views.scan_json(results) if as_json else views.scan_table(results))

@@ -1,0 +1,179 @@
+"""Talk layer: `bundle profiles` (list, show, check, outdated, new)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+# Module level: only what the option defaults need. Every command imports its modules itself,
+# so starting the CLI costs what the command uses (benchmarks/, P3).
+from bundler.cli import views
+from bundler.cli.app import (
+    AllowHttpOption,
+    CacheDirOption,
+    JsonOption,
+    MirrorOption,
+    OfflineOption,
+    SearchOption,
+    SourceOption,
+    profiles_app,
+)
+from bundler.errors import ExitCode
+from bundler.profiles import DEFAULT_PROFILE
+
+if TYPE_CHECKING:
+    pass
+
+
+@profiles_app.callback(invoke_without_command=True)
+def profiles_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
+    """List the shipped target profiles: release, flavour, CUDA and cuDNN, size."""
+    from bundler.profiles import available_profiles, load_profile_file
+    from bundler.rules.derive.catalogue import entry
+
+    if ctx.invoked_subcommand is None:
+        entries = [
+            entry(load_profile_file(path), path.read_text(encoding="utf-8"))
+            for path in available_profiles().values()
+        ]
+        shown = views.profile_list_json if as_json else views.profile_table
+        typer.echo(shown(entries, DEFAULT_PROFILE))
+
+
+@profiles_app.command("show")
+def profiles_show(
+    name: Annotated[str, typer.Argument(help="Profile name or .toml path.")],
+    as_json: JsonOption = False,
+) -> None:
+    """Print one profile in full."""
+    from bundler.profiles import load_profile
+
+    profile = load_profile(name)
+    typer.echo(views.profile_json(profile) if as_json else views.profile_detail(profile))
+
+
+@profiles_app.command("check")
+def profiles_check(
+    name: Annotated[str, typer.Argument(help="Profile name or .toml path.")],
+    source: SourceOption = "auto",
+    cache_dir: CacheDirOption = None,
+    mirror: MirrorOption = None,
+    offline: OfflineOption = False,
+    search: SearchOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Scan a profile's DLLs and compare what they load at run time with its rules."""
+    from bundler.acquire.artifacts import AcquireOptions, acquire_profile, dll_search_path
+    from bundler.acquire.cache import Cache, default_cache_dir
+    from bundler.cli.progress import progress_for
+    from bundler.fit import require_resolved
+    from bundler.profiles import load_profile
+    from bundler.resolve import resolve
+    from bundler.rules.drift import check_profile
+    from bundler.rules.scan import profile_binaries, scan_all
+    from bundler.system import load_system_policy
+
+    profile = load_profile(name)
+    options = AcquireOptions(
+        mode=source, mirrors=tuple(mirror or ()), offline=offline, search=tuple(search or ())
+    )
+    cache = Cache(cache_dir or default_cache_dir())
+    acquired = acquire_profile(profile, cache, options, progress_for)
+    provides = [entry for artifact in profile.artifacts for entry in artifact.provides]
+    folders = dll_search_path(acquired)
+    policy = load_system_policy()
+    require_resolved(resolve([], profile, policy, folders), profile, f"profile {profile.name}")
+    files = profile_binaries(provides, folders)
+    results = scan_all(files, profile.driver_dlls, policy)
+    report = check_profile(profile, results, profile.scan_exceptions)
+    typer.echo(views.drift_json(report) if as_json else views.drift_table(report))
+    if report.failures:
+        raise typer.Exit(ExitCode.PROFILE)
+
+
+@profiles_app.command("outdated")
+def profiles_outdated(
+    index_url: Annotated[
+        str | None,
+        typer.Option(
+            "--index-url", help="PEP 691 package index (default: $PIP_INDEX_URL or PyPI)."
+        ),
+    ] = None,
+    allow_http: AllowHttpOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Ask the package index which ORT and CUDA/cuDNN releases the shipped profiles miss."""
+    from bundler.acquire.download import DownloadPolicy
+    from bundler.rules.derive.index import default_index_url
+    from bundler.rules.derive.outdated import outdated
+
+    report = outdated(index_url or default_index_url(), DownloadPolicy(allow_http=allow_http))
+    typer.echo(views.outdated_json(report) if as_json else views.outdated_text(report))
+
+
+@profiles_app.command("new")
+def profiles_new(
+    ort: Annotated[str, typer.Option("--ort", help="The ORT release, e.g. 1.31.1, or latest.")],
+    flavour: Annotated[
+        str,
+        typer.Option(
+            "--flavour",
+            help="gpu (the GPU flavour of the CUDA major the wheel states), gpu-cuda12, "
+            "gpu-cuda13, cpu, directml, or a flavour .toml.",
+        ),
+    ] = "gpu",
+    components: Annotated[
+        str | None,
+        typer.Option(
+            "--components",
+            help="The flavour's component set (default: the first that fits the wheel's CUDA "
+            "build, preferring the flavour's default).",
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the profile here (default: stdout).")
+    ] = None,
+    index_url: Annotated[
+        str | None,
+        typer.Option(
+            "--index-url", help="PEP 691 package index (default: $PIP_INDEX_URL or PyPI)."
+        ),
+    ] = None,
+    cache_dir: CacheDirOption = None,
+    allow_http: AllowHttpOption = False,
+) -> None:
+    """Derive a profile for an ORT release from its wheels: pins, DLLs, roots, rules."""
+    from bundler.acquire.artifacts import AcquireOptions
+    from bundler.acquire.cache import Cache, default_cache_dir
+    from bundler.acquire.download import DownloadPolicy
+    from bundler.cli.progress import progress_for
+    from bundler.render.engine import write_text
+    from bundler.rules.derive import NewProfile, derive_profile
+    from bundler.rules.derive.flavours import load_flavour
+    from bundler.rules.derive.index import default_index_url, latest_release
+
+    auto = flavour == "gpu"
+    chosen = load_flavour("gpu-cuda12" if auto else flavour)  # gpu: the package to fetch
+    index = index_url or default_index_url()
+    policy = DownloadPolicy(allow_http=allow_http)
+    if ort == "latest":
+        ort = latest_release(chosen, index, policy)
+    request = NewProfile(
+        ort=ort,
+        flavour=chosen,
+        components=components,
+        index_url=index,
+        policy=policy,
+        command=f"bundle profiles new --ort {ort} --flavour {'' if auto else chosen.name}",
+        cuda_from_build=auto,
+    )
+    options = AcquireOptions(mode="pip", policy=request.policy)
+    cache = Cache(cache_dir or default_cache_dir())
+    derived = derive_profile(request, cache, options, progress_for)
+    if out is None:
+        typer.echo(derived.text, nl=False)
+        return
+    write_text(out, derived.text)  # atomic; OutputError when it cannot be written
+    typer.echo(f"wrote {out} ({derived.name}): review it, then bundle build --profile {out}")
