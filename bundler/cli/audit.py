@@ -11,7 +11,7 @@ import typer
 
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
-from bundler.cli import views
+from bundler.cli import audit_views
 from bundler.cli.app import (
     app,
 )
@@ -107,7 +107,7 @@ def audit(
     if explain_dll is not None:
         _print_explanation(report, explain_dll, as_json)
         return
-    typer.echo(views.audit_json(report) if as_json else views.audit_table(report))
+    typer.echo(audit_views.audit_json(report) if as_json else audit_views.audit_table(report))
     code = report.exit_code(strict)
     if code:
         raise typer.Exit(code)
@@ -136,7 +136,7 @@ def _print_explanation(report: AuditReport, dll: str, as_json: bool) -> None:
             f"({report.profile.name}).",
             param_hint="--explain",
         )
-    shown = views.explain_json if as_json else views.explain_text
+    shown = audit_views.explain_json if as_json else audit_views.explain_text
     typer.echo(shown(explanation, report.folder))
     if not explanation.loads:
         raise typer.Exit(ExitCode.AUDIT_ERRORS)
