@@ -21,7 +21,8 @@ import py7zr
 import pytest
 
 from bundler.acquire import extract as extract_module
-from bundler.acquire.extract import CHUNK, MARKER, Extracted, extract, is_extracted, wanted_member
+from bundler.acquire.extract import MARKER, Extracted, extract, is_extracted, wanted_member
+from bundler.acquire.unpack import CHUNK
 from bundler.errors import ArchiveError, ExitCode, InputFileError
 
 ORT = "onnxruntime-win-x64-gpu-1.19.2"

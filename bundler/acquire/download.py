@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -29,6 +28,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING, NoReturn
 from urllib.parse import urlsplit
 
+from bundler.acquire.transport import (
+    _advice,
+    _cause_text,
+    _is_dns_failure,
+    _is_read_timeout,
+    _transport_errors,
+)
 from bundler.errors import FetchError, IntegrityError, OutputError
 from bundler.settings import env_number
 
@@ -61,22 +67,6 @@ _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
 TIMEOUT_ENV = "BUNDLE_HTTP_TIMEOUT"
 RETRIES_ENV = "BUNDLE_HTTP_RETRIES"
 BACKOFF_ENV = "BUNDLE_HTTP_BACKOFF"
-_DNS_FAILURES = ("name or service not known", "nodename nor servname", "getaddrinfo failed")
-
-
-def _transport_errors() -> tuple[type[BaseException], ...]:
-    """What a broken, refused or silent connection raises: requests wraps urllib3, which wraps
-    the socket error. Malformed URLs and redirect loops are RequestExceptions too, but not these."""
-    import requests
-    import urllib3
-
-    return (
-        requests.exceptions.ConnectionError,
-        requests.exceptions.Timeout,
-        requests.exceptions.ChunkedEncodingError,
-        urllib3.exceptions.HTTPError,
-        OSError,
-    )
 
 
 @dataclass(frozen=True)
@@ -473,56 +463,6 @@ def _verify(url: str, body: _PartFile, pins: Pins, resumed: bool) -> None:
             )
 
 
-def _advice(status: int) -> str:
-    """What to do about a status that retrying will not fix."""
-    if status in (404, 410):
-        return "the file is not at this URL: check the URL, the pinned version and the mirror"
-    if status in (401, 403):
-        return "access denied: check the URL and the mirror's permissions"
-    return "the server refused the request (not retried): check the URL or use a mirror"
-
-
 def _int_header(response: requests.Response, name: str) -> int | None:
     value = response.headers.get(name, "").strip()
     return int(value) if value.isdigit() else None
-
-
-def _chain(exc: BaseException) -> Iterator[BaseException]:
-    """Every exception nested in `exc`: requests wraps urllib3 wraps the socket error, through
-    args, `.reason` and `__cause__`/`__context__`, and classification needs the innermost."""
-    todo, seen = [exc], set()
-    while todo:
-        current = todo.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        yield current
-        nested = [*current.args, getattr(current, "reason", None)]
-        nested += [current.__cause__, current.__context__]
-        todo.extend(item for item in nested if isinstance(item, BaseException))
-
-
-def _is_dns_failure(exc: BaseException) -> bool:
-    for item in _chain(exc):
-        if isinstance(item, socket.gaierror):  # urllib3 2: inside NameResolutionError
-            return True
-        if any(text in str(item).lower() for text in _DNS_FAILURES):
-            return True
-    return False
-
-
-def _is_read_timeout(exc: BaseException) -> bool:
-    import requests
-    import urllib3
-
-    timeouts = (requests.exceptions.ReadTimeout, urllib3.exceptions.ReadTimeoutError)
-    return any(isinstance(item, timeouts) for item in _chain(exc))
-
-
-def _cause_text(exc: BaseException) -> str:
-    """A short one-line cause: the socket's own words when there are some."""
-    for item in _chain(exc):
-        if isinstance(item, OSError) and item.strerror:
-            return item.strerror
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return text[:200]

@@ -21,68 +21,47 @@ inflates the same deflate streams about twice as fast as zlib.
 
 from __future__ import annotations
 
-import calendar
-import collections
 import json
-import lzma
 import os
 import re
 import secrets
 import shutil
 import stat
-import struct
 import tempfile
-import threading
 import zipfile
-import zlib
-from collections.abc import Collection, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
-from contextlib import ExitStack, contextmanager
+from collections.abc import Collection, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from types import ModuleType
-from typing import Any, BinaryIO, Protocol, TypeGuard
+from typing import TypeGuard
 
-from bundler.acquire.download import ProgressCallback, ProgressMeter
+from bundler.acquire.download import ProgressCallback
+from bundler.acquire.unpack import (
+    _LOCAL_SIGNATURE,
+    DEFLATE_MAX_RATIO,
+    MAX_MEMBER_BYTES,
+    WORKERS,
+    Unpacking,
+    _corrupt,
+    _corruption_is_archive_error,
+    _inflate_zip,
+    _Member,
+    _py7zr,
+    _py7zr_errors,
+    _unpack_sevenzip,
+    _unsafe,
+    _write_members,
+)
 from bundler.errors import ArchiveError, InputFileError
-
-_deflate: ModuleType = zlib  # zlib's interface: decompressobj, crc32, error
-try:  # ISA-L's inflate: ~2x zlib's speed on the pinned wheels (benchmarks/README.md, P4)
-    from isal import isal_zlib
-
-    _deflate = isal_zlib
-except ImportError:  # a platform without an isal wheel: zlib, the same checks
-    pass
 
 FORMATS = (".zip", ".whl", ".7z")
 MARKER = ".complete"
 LICENCE_WORDS = ("license", "licence", "eula", "notice")
-FILE_MODE = 0o644
-CHUNK = 1 << 20  # bytes per read and per inflate call: bounds memory whatever the member size
-# No file in any release we pin comes near this (the largest DLLs are ~1 GiB, a PE image cannot
-# exceed 4 GiB); a member declaring more is a lie or a bomb, and refused before any writing.
-MAX_MEMBER_BYTES = 16 << 30
-# Deflate cannot expand more than 1032:1 (a 258-byte match in 2 bits), so a deflated member
-# declaring more than that is a lying header.
-DEFLATE_MAX_RATIO = 1032
 
-_LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # zip local file header (APPNOTE 4.3.7), 30 bytes
-_LOCAL_SIGNATURE = b"PK\x03\x04"
 _SEVENZIP_MAGIC = b"7z\xbc\xaf\x27\x1c"
 _MAGIC = {_LOCAL_SIGNATURE: ".zip", b"PK\x05\x06": ".zip", _SEVENZIP_MAGIC: ".7z"}
 _DRIVE = re.compile(r"[A-Za-z]:")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-_CORRUPT: tuple[type[Exception], ...] = (
-    zipfile.BadZipFile,
-    zlib.error,
-    _deflate.error,
-    lzma.LZMAError,
-    EOFError,
-    UnicodeDecodeError,
-)
-# One pool for all archives of a command: inflating is CPU-bound and releases the GIL, so one
-# thread per core keeps every core busy; more only adds switching.
-WORKERS = max(2, min(8, os.cpu_count() or 2))
 
 
 def sdk_member(name: str) -> bool:
@@ -120,16 +99,6 @@ class Extracted:
     root: Path  # the cached tree: <extract_root>/<sha256>/
     members: tuple[str, ...]  # paths written, relative to root (posix, normalised), sorted
     reused: bool  # True when this call wrote nothing: the tree was complete, or another won
-
-
-@dataclass(frozen=True)
-class _Member:
-    """An archive entry: how the archive names it and where it goes in the tree."""
-
-    name: str  # as the archive spells it: 7z targets and messages use it
-    path: str  # relative posix path in the tree, backslashes turned to slashes, "." dropped
-    size: int  # declared uncompressed size
-    info: zipfile.ZipInfo | None = None  # zip entries only
 
 
 @dataclass(frozen=True)
@@ -217,7 +186,8 @@ def extract_all(
                 cleanup.callback(shutil.rmtree, job.tree, ignore_errors=True)
                 jobs.append(job)
             results.append(found)
-        _write_members(jobs, workers, progress)
+        unpacking = [Unpacking(job.archive, job.tree, job.members, job.sevenzip) for job in jobs]
+        _write_members(unpacking, workers, progress)
         finished = iter([_finish(job) for job in jobs])
     return [found if found is not None else next(finished) for found in results]
 
@@ -319,37 +289,6 @@ def _format_of(archive: Path) -> str:
 
 
 # --- validation: every entry, before anything is written -------------------------------------
-
-
-def _unsafe(archive: Path, member: str, reason: str) -> ArchiveError:
-    return ArchiveError(
-        f"{archive}: unsafe member {member!r} ({reason}); nothing was extracted. "
-        "Delete the archive from the cache and check where it came from."
-    )
-
-
-def _corrupt(archive: Path, member: str | None, detail: object) -> ArchiveError:
-    if type(detail).__name__ == "CrcError" and isinstance(detail, Exception):
-        # py7zr's CrcError carries (expected, actual, member name) and no words
-        member = str(detail.args[-1]) if detail.args else member
-        detail = "CRC-32 mismatch: the bytes are damaged"
-    where = f" (member {member!r})" if member is not None else ""
-    line = " ".join(str(detail).split()) or type(detail).__name__
-    return ArchiveError(
-        f"{archive}: corrupt archive{where}: {line}; "
-        "delete it from the cache and download it again."
-    )
-
-
-@contextmanager
-def _corruption_is_archive_error(
-    archive: Path, member: str | None = None, also: tuple[type[Exception], ...] = ()
-) -> Iterator[None]:
-    """Turn what zipfile, zlib and py7zr raise on damaged bytes into one actionable error."""
-    try:
-        yield
-    except (*_CORRUPT, *also) as exc:
-        raise _corrupt(archive, member, exc) from exc
 
 
 def _path_problem(name: str) -> str | None:
@@ -511,199 +450,3 @@ def _read_marker(tree: Path) -> _Record | None:
 
 def _is_str_list(value: object) -> TypeGuard[list[str]]:
     return isinstance(value, list) and all(isinstance(item, str) for item in value)
-
-
-def _unpack_sevenzip(archive: Path, members: list[_Member], tree: Path) -> None:
-    """One py7zr pass: a solid 7z block must be decompressed in order anyway. py7zr applies
-    the archive's modes, so every file is reset to FILE_MODE afterwards."""
-    if members:
-        py7zr = _py7zr()
-        with (
-            _corruption_is_archive_error(archive, also=_py7zr_errors()),
-            py7zr.SevenZipFile(archive, mode="r") as handle,
-        ):
-            handle.extract(path=tree, targets=[member.name for member in members])
-    for member in members:
-        written = tree / member.path
-        if written.is_symlink() or not written.is_file():
-            raise _corrupt(archive, member.name, "py7zr did not extract it")
-        if written.stat().st_size != member.size:
-            raise _corrupt(archive, member.name, f"size differs from the declared {member.size}")
-        os.chmod(written, FILE_MODE)
-
-
-def _py7zr() -> Any:
-    import py7zr  # ~50 ms: only for a .7z
-
-    return py7zr
-
-
-def _py7zr_errors() -> tuple[type[Exception], ...]:
-    import py7zr.exceptions
-
-    return (py7zr.exceptions.ArchiveError,)
-
-
-def _inflate_zip(archive: Path, members: list[_Member], tree: Path, workers: int) -> None:
-    """Inflate one zip's members into `tree` on `workers` threads, largest first."""
-    job = _Job(archive, tree, tree, members, Selection(), sevenzip=False)
-    _write_members([job], workers, None)
-
-
-def _write_members(jobs: Sequence[_Job], workers: int, progress: ProgressCallback | None) -> None:
-    """Every member of every job on one pool, largest first (a 7z is one task: py7zr unpacks it
-    in one pass). Each thread opens each archive itself, so seeks never interleave. After one
-    failure the others stop at their next task, and the first error is raised."""
-    tasks = [(job, member) for job in jobs if not job.sevenzip for member in job.members]
-    tasks.sort(key=lambda task: task[1].size, reverse=True)
-    whole = [job for job in jobs if job.sevenzip]
-    total = sum(member.size for job in jobs for member in job.members)
-    pending: collections.deque[_Job | tuple[_Job, _Member]] = collections.deque([*whole, *tasks])
-    failed = threading.Event()
-    meter = ProgressMeter(total, progress)
-
-    def drain() -> None:
-        with ExitStack() as handles:
-            opened: dict[Path, BinaryIO] = {}
-            while not failed.is_set():
-                try:
-                    task = pending.popleft()
-                except IndexError:
-                    return
-                try:
-                    if isinstance(task, _Job):
-                        _unpack_sevenzip(task.archive, task.members, task.tree)
-                        meter.add(sum(member.size for member in task.members))
-                        continue
-                    owner, member = task
-                    if owner.archive not in opened:
-                        opened[owner.archive] = handles.enter_context(owner.archive.open("rb"))
-                    _inflate_member(owner.archive, opened[owner.archive], member, owner.tree, meter)
-                except BaseException:
-                    failed.set()
-                    raise
-
-    count = max(1, min(workers, len(pending)))
-    with ThreadPoolExecutor(max_workers=count, thread_name_prefix="bundle-extract") as pool:
-        futures = [pool.submit(drain) for _ in range(count)]
-        try:
-            wait(futures)
-        except BaseException:  # Ctrl-C: the threads stop after their current member
-            failed.set()
-            raise
-    for future in futures:
-        future.result()
-
-
-def _inflate_member(
-    archive: Path, source: BinaryIO, member: _Member, tree: Path, meter: ProgressMeter
-) -> None:
-    """Stream one member to disk, checking the bytes against the central directory: never
-    more than the declared size (stopped at the first extra byte), then exact size and CRC."""
-    info = member.info
-    assert info is not None
-    _check_supported(archive, member, info)
-    written_path = tree / member.path
-    written_path.parent.mkdir(parents=True, exist_ok=True)
-    written, crc = 0, 0
-    with (
-        _corruption_is_archive_error(archive, member.name),
-        written_path.open("xb") as sink,
-    ):
-        for chunk in _inflate(source, info):
-            written += len(chunk)
-            if written > info.file_size:
-                raise _unsafe(
-                    archive,
-                    member.name,
-                    f"inflates to more than the {info.file_size} bytes its header declares: "
-                    "a zip bomb or a lying header",
-                )
-            crc = _deflate.crc32(chunk, crc)
-            sink.write(chunk)
-            meter.add(len(chunk))
-    if written != info.file_size:
-        raise _corrupt(archive, member.name, f"{written} bytes, header declares {info.file_size}")
-    if crc != info.CRC:
-        raise _corrupt(archive, member.name, "CRC-32 mismatch")
-    os.chmod(written_path, FILE_MODE)
-    _keep_member_time(written_path, info)
-
-
-def _keep_member_time(path: Path, info: zipfile.ZipInfo) -> None:
-    """The member's time from the archive (read as UTC, whatever the zone here), so that two
-    extractions of one archive give the same times, and the lock file that records them is
-    the same on every machine. A member without a valid time keeps the extraction time."""
-    try:
-        stamp = calendar.timegm((*info.date_time, 0, 0, 0))
-        os.utime(path, (stamp, stamp))
-    except (ValueError, OverflowError, OSError):
-        pass
-
-
-def _check_supported(archive: Path, member: _Member, info: zipfile.ZipInfo) -> None:
-    if info.flag_bits & 0x1:
-        raise ArchiveError(f"{archive}: member {member.name!r} is encrypted; bundle cannot use it.")
-    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-        raise ArchiveError(
-            f"{archive}: member {member.name!r} uses zip compression method "
-            f"{info.compress_type}; bundle extracts stored and deflated members only."
-        )
-
-
-def _inflate(source: BinaryIO, info: zipfile.ZipInfo) -> Iterator[bytes]:
-    """The member's bytes, inflated in chunks of at most CHUNK: a 1 MiB deflated block of a
-    zip bomb can hold 1 GiB, so output is bounded per call, not per input block."""
-    source.seek(_data_offset(source, info))
-    inflater = _deflate.decompressobj(-zlib.MAX_WBITS)
-    deflated = info.compress_type == zipfile.ZIP_DEFLATED
-    left = info.compress_size
-    while left > 0:
-        block = source.read(min(CHUNK, left))
-        if not block:
-            raise EOFError("the archive ends inside this member")
-        left -= len(block)
-        if deflated:
-            yield from _drain(inflater, block)
-        else:
-            yield block
-    if deflated and not inflater.eof:
-        raise zlib.error("the deflate stream ends early")
-
-
-class _Inflater(Protocol):
-    """What zlib's and ISA-L's decompress objects share, as _drain uses it."""
-
-    @property
-    def unconsumed_tail(self) -> bytes: ...
-
-    @property
-    def eof(self) -> bool: ...
-
-    def decompress(self, data: bytes, max_length: int = ..., /) -> bytes: ...
-
-
-def _drain(inflater: _Inflater, data: bytes) -> Iterator[bytes]:
-    """Everything one input block inflates to, CHUNK bytes at a time. A full chunk may leave
-    output pending inside zlib even with no input left, hence the extra empty calls."""
-    while True:
-        out = inflater.decompress(data, CHUNK)
-        if out:
-            yield out
-        data = inflater.unconsumed_tail
-        if not data and len(out) < CHUNK:
-            return
-
-
-def _data_offset(source: BinaryIO, info: zipfile.ZipInfo) -> int:
-    """Where the member's data starts: after its local header, whose name and extra field
-    lengths may differ from the central directory's."""
-    source.seek(info.header_offset)
-    header = source.read(_LOCAL_HEADER.size)
-    if len(header) < _LOCAL_HEADER.size:
-        raise zipfile.BadZipFile("truncated local file header")
-    fields = _LOCAL_HEADER.unpack(header)
-    if fields[0] != _LOCAL_SIGNATURE:
-        raise zipfile.BadZipFile("bad local file header signature")
-    name_length, extra_length = fields[-2], fields[-1]
-    return int(info.header_offset + _LOCAL_HEADER.size + name_length + extra_length)
