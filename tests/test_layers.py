@@ -221,3 +221,36 @@ def test_a_planted_print_is_found(tmp_path: Path) -> None:
 def test_a_planted_module_without_its_layer_is_found(tmp_path: Path) -> None:
     files = {"good.py": '"""Read layer: one job."""\n', "bad.py": '"""Does things."""\n'}
     assert undeclared_layers(planted(tmp_path, files)) == ["bundler.bad: Does things."]
+
+
+# --- size ------------------------------------------------------------------------------------------
+
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 60  # from the first statement: a command's typer options are declarations
+
+
+def oversized(root: Path = PACKAGE) -> list[str]:
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        lines = text.count("\n")
+        if lines > MAX_MODULE_LINES:
+            found.append(f"{path.relative_to(root.parent)}: {lines} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.body[0].lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    found.append(f"{path.relative_to(root.parent)}: {node.name}() {length} lines")
+    return found
+
+
+def test_no_module_over_500_lines_and_no_function_over_60() -> None:
+    assert oversized() == []
+
+
+def test_a_planted_long_function_is_found(tmp_path: Path) -> None:
+    body = "".join(f"    x{n} = {n}\n" for n in range(61))
+    root = tmp_path / "bundler"
+    root.mkdir()
+    (root / "big.py").write_text("def f():\n" + body)
+    assert oversized(root) == ["bundler/big.py: f() 61 lines"]

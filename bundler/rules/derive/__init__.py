@@ -35,8 +35,14 @@ from bundler.profiles import (
 )
 from bundler.resolve import resolve
 from bundler.rules.derive.build_info import BuildInfo, check_cuda_major, read_build_info
-from bundler.rules.derive.facts import Facts, derive_facts, recorded_file, required_windows
-from bundler.rules.derive.flavours import Flavour, Package, available_flavours, load_flavour
+from bundler.rules.derive.facts import Facts, Windows, derive_facts, recorded_file, required_windows
+from bundler.rules.derive.flavours import (
+    ComponentSet,
+    Flavour,
+    Package,
+    available_flavours,
+    load_flavour,
+)
 from bundler.rules.derive.index import WheelPin, find_wheel
 from bundler.rules.derive.render import DerivedArtifact, Rendering, render_profile
 from bundler.rules.scan import scan_all
@@ -65,30 +71,32 @@ class Derived:
     profile: Profile  # the text as the loader reads it (its path is gone: a temp file)
 
 
+@dataclass(frozen=True)
+class _Release:
+    """What the derivation acquired: the flavour and component set the wheel's build chose,
+    the packages with their pins, and the verified, extracted wheels."""
+
+    request: NewProfile
+    build: BuildInfo
+    components: ComponentSet
+    chosen: str
+    packages: list[Package]
+    pins: list[WheelPin]
+    acquired: list[Acquired]
+
+
 def derive_profile(
     request: NewProfile, cache: Cache, options: AcquireOptions, progress: ProgressFactory
 ) -> Derived:
-    """The ORT wheel first: what it says about its own build decides whether the flavour fits
-    and which component set to pin, before any component is downloaded."""
-    flavour = request.flavour
-    front = _front(request)
-    ort_pin = _pin(request, front)
-    first = acquire_profile(_provisional(request, [front], [ort_pin]), cache, options, progress)
-    build = read_build_info(cache.blob(_sha256(first[0])), ort_pin.wheel)
-    if request.cuda_from_build:
-        flavour = gpu_flavour_for(build)
-        request = replace(request, flavour=flavour, command=f"{request.command}{flavour.name}")
-    cuda_major = flavour.gpu_driver.cuda_major if flavour.gpu_driver else None
-    check_cuda_major(build, flavour.name, cuda_major)
-    components, chosen = flavour.choose_components(build, request.components)
-    packages = [front, *components.packages]
-    pins = [ort_pin, *(_pin(request, package) for package in components.packages)]
-    acquired = acquire_profile(_provisional(request, packages, pins), cache, options, progress)
-    _check_sizes(pins, acquired)
-    files, owners, members = _release_dlls(acquired)
+    """The ORT wheel first (_acquire): what it says about its own build decides whether the
+    flavour fits and which component set to pin, before any component is downloaded; then
+    the facts from the DLLs, the rendered profile, and its closure resolved before it is
+    handed back."""
+    release = _acquire(request, cache, options, progress)
+    flavour = release.request.flavour
+    files, owners, members = _release_dlls(release.acquired)
     infos = {key: read_pe(path) for key, path in files.items()}
     policy = load_system_policy()
-    scans = scan_all(files, flavour.driver_dlls, policy)
     facts = derive_facts(
         flavour.ort.front,
         flavour.execution_providers,
@@ -97,11 +105,64 @@ def derive_profile(
         flavour.gpu_driver.dll if flavour.gpu_driver else None,
         owners,
         infos,
-        scans,
+        scan_all(files, flavour.driver_dlls, policy),
     )
-    _check_vc_runtime(facts, packages, infos)
-    windows = required_windows(facts, infos, policy, _windows(flavour))
-    artifacts = [
+    _check_vc_runtime(facts, release.packages, infos)
+    name = flavour.profile_name.format(ort=request.ort)
+    text = render_profile(
+        _rendering(release, name, required_windows(facts, infos, policy, _windows(flavour))),
+        facts,
+        _artifacts(release, facts, infos, members),
+        _recorded(facts, infos, policy),
+    )
+    profile = _validated(text, name)
+    folders = [folder for item in release.acquired for folder in item.dll_folders]
+    require_resolved(resolve([], profile, policy, folders), profile, f"the derived profile {name}")
+    return Derived(name, text, facts, profile)
+
+
+def _acquire(
+    request: NewProfile, cache: Cache, options: AcquireOptions, progress: ProgressFactory
+) -> _Release:
+    front = _front(request)
+    ort_pin = _pin(request, front)
+    first = acquire_profile(_provisional(request, [front], [ort_pin]), cache, options, progress)
+    build = read_build_info(cache.blob(_sha256(first[0])), ort_pin.wheel)
+    if request.cuda_from_build:
+        flavour = gpu_flavour_for(build)
+        request = replace(request, flavour=flavour, command=f"{request.command}{flavour.name}")
+    flavour = request.flavour
+    check_cuda_major(
+        build, flavour.name, flavour.gpu_driver.cuda_major if flavour.gpu_driver else None
+    )
+    components, chosen = flavour.choose_components(build, request.components)
+    packages = [front, *components.packages]
+    pins = [ort_pin, *(_pin(request, package) for package in components.packages)]
+    acquired = acquire_profile(_provisional(request, packages, pins), cache, options, progress)
+    _check_sizes(pins, acquired)
+    return _Release(request, build, components, chosen, packages, pins, list(acquired))
+
+
+def _rendering(release: _Release, name: str, windows: Windows) -> Rendering:
+    request = release.request
+    return Rendering(
+        command=f"{request.command} --components {release.components.name}",
+        name=name,
+        ort=request.ort,
+        flavour=request.flavour,
+        components=release.components,
+        index_url=request.index_url,
+        build=release.build,
+        chosen=release.chosen,
+        windows=windows,
+    )
+
+
+def _artifacts(
+    release: _Release, facts: Facts, infos: dict[str, PEInfo], members: dict[str, dict[str, str]]
+) -> list[DerivedArtifact]:
+    """The packages whose wheels hold a DLL of the closure, as the profile's artifacts."""
+    return [
         DerivedArtifact(
             name=package.artifact,
             version=package.version,
@@ -115,31 +176,9 @@ def derive_profile(
             why=package.why,
             signed=_signed(package.artifact, facts, infos),
         )
-        for package, pin in zip(packages, pins, strict=True)
+        for package, pin in zip(release.packages, release.pins, strict=True)
         if package.artifact in facts.owners.values()
     ]
-    name = flavour.profile_name.format(ort=request.ort)
-    text = render_profile(
-        Rendering(
-            command=f"{request.command} --components {components.name}",
-            name=name,
-            ort=request.ort,
-            flavour=flavour,
-            components=components,
-            index_url=request.index_url,
-            build=build,
-            chosen=chosen,
-            windows=windows,
-        ),
-        facts,
-        artifacts,
-        _recorded(facts, infos, policy),
-    )
-    profile = _validated(text, name)
-    folders = [folder for item in acquired for folder in item.dll_folders]
-    plan = resolve([], profile, policy, folders)
-    require_resolved(plan, profile, f"the derived profile {name}")
-    return Derived(name, text, facts, profile)
 
 
 def gpu_flavour_for(build: BuildInfo) -> Flavour:
