@@ -223,7 +223,7 @@ def test_a_planted_module_without_its_layer_is_found(tmp_path: Path) -> None:
     assert undeclared_layers(planted(tmp_path, files)) == ["bundler.bad: Does things."]
 
 
-# --- size ------------------------------------------------------------------------------------------
+# --- size ---------------------------------------------------------------------------------------
 
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 60  # from the first statement: a command's typer options are declarations
