@@ -70,6 +70,14 @@ SearchOption = Annotated[
     typer.Option("--search", "-s", help="Folder to search for DLLs (repeatable, in order)."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+ForceOption = Annotated[bool, typer.Option("--force", help="Overwrite files bundle did not write.")]
+LinkOption = Annotated[
+    bool | None, typer.Option("--link/--copy", help="Hard-link files from the cache.")
+]
+IndexUrlOption = Annotated[
+    str | None,
+    typer.Option("--index-url", help="PEP 691 package index (default: $PIP_INDEX_URL or PyPI)."),
+]
 AppNameOption = Annotated[
     str | None, typer.Option("--app-name", help="Installer: the app's name (default: exe name).")
 ]

@@ -13,6 +13,7 @@ from bundler.cli import views
 from bundler.cli.app import (
     AllowHttpOption,
     CacheDirOption,
+    JsonOption,
     MirrorOption,
     OfflineOption,
     ProfileOption,
@@ -41,7 +42,7 @@ def fetch(
         Path | None,
         typer.Option("--to", help="Also put every archive here (a mirror for offline agents)."),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Acquire and verify every artifact of a profile; print what came from where."""
     from bundler.acquire.artifacts import AcquireOptions, acquire_profile, export_archives

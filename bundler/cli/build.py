@@ -18,6 +18,9 @@ from bundler.cli.app import (
     AppVersionOption,
     CacheDirOption,
     CompressionOption,
+    ForceOption,
+    JsonOption,
+    LinkOption,
     LockOption,
     MirrorOption,
     OfflineOption,
@@ -67,12 +70,8 @@ def build(
     clean: Annotated[
         bool, typer.Option("--clean", help="First remove the files an earlier build wrote.")
     ] = False,
-    force: Annotated[
-        bool, typer.Option("--force", help="Overwrite files bundle did not write.")
-    ] = False,
-    link: Annotated[
-        bool | None, typer.Option("--link/--copy", help="Hard-link files from the cache.")
-    ] = None,
+    force: ForceOption = False,
+    link: LinkOption = None,
     locked: Annotated[
         bool, typer.Option("--locked", help="Fail if the result differs from bundle.lock.json.")
     ] = False,
@@ -111,7 +110,7 @@ def build(
         Path | None,
         typer.Option("--archive", help="Also pack the bundle into this .zip or .7z file."),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Deploy EXE's complete DLL closure next to it (or into --out), with a lock file and an
     Inno Setup script."""
@@ -283,12 +282,8 @@ def msbuild(
     mirror: MirrorOption = None,
     offline: OfflineOption = False,
     allow_http: AllowHttpOption = False,
-    link: Annotated[
-        bool, typer.Option("--link/--copy", help="Hard-link files from the cache.")
-    ] = False,
-    force: Annotated[
-        bool, typer.Option("--force", help="Overwrite files bundle did not write.")
-    ] = False,
+    link: LinkOption = False,
+    force: ForceOption = False,
 ) -> None:
     """Lay out a folder for Visual Studio: ORT's headers, import library and DLL closure, with
     ort-bundle.props and ort-bundle.targets to import in a .vcxproj."""
@@ -302,7 +297,7 @@ def msbuild(
         profile=profile,
         cache_dir=cache_dir or default_cache_dir(),
         out=out,
-        link=link,
+        link=bool(link),
         force=force,
         acquire=AcquireOptions(
             mode=source,

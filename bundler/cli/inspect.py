@@ -105,7 +105,7 @@ def scan(
         str | None,
         typer.Option("--profile", "-p", help="Take the GPU driver DLL names from this profile."),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Find the DLLs a binary may load at run time (LoadLibrary), with the evidence."""
     from bundler.profiles import load_profile

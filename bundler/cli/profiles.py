@@ -13,6 +13,7 @@ from bundler.cli import views
 from bundler.cli.app import (
     AllowHttpOption,
     CacheDirOption,
+    IndexUrlOption,
     JsonOption,
     MirrorOption,
     OfflineOption,
@@ -62,7 +63,7 @@ def profiles_check(
     mirror: MirrorOption = None,
     offline: OfflineOption = False,
     search: SearchOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Scan a profile's DLLs and compare what they load at run time with its rules."""
     from bundler.acquire.artifacts import AcquireOptions, acquire_profile, dll_search_path
@@ -95,12 +96,7 @@ def profiles_check(
 
 @profiles_app.command("outdated")
 def profiles_outdated(
-    index_url: Annotated[
-        str | None,
-        typer.Option(
-            "--index-url", help="PEP 691 package index (default: $PIP_INDEX_URL or PyPI)."
-        ),
-    ] = None,
+    index_url: IndexUrlOption = None,
     allow_http: AllowHttpOption = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -135,12 +131,7 @@ def profiles_new(
     out: Annotated[
         Path | None, typer.Option("--out", help="Write the profile here (default: stdout).")
     ] = None,
-    index_url: Annotated[
-        str | None,
-        typer.Option(
-            "--index-url", help="PEP 691 package index (default: $PIP_INDEX_URL or PyPI)."
-        ),
-    ] = None,
+    index_url: IndexUrlOption = None,
     cache_dir: CacheDirOption = None,
     allow_http: AllowHttpOption = False,
 ) -> None:
