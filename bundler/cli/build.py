@@ -35,6 +35,7 @@ from bundler.cli.app import (
     render_app,
 )
 from bundler.errors import ConfigError
+from bundler.options import Options
 from bundler.profiles import DEFAULT_PROFILE
 from bundler.render.msbuild import DEFAULT_OUT
 
@@ -122,24 +123,27 @@ def build(
     from bundler.ship.build import build as run_build
 
     settings = _app_config(config, exe)
-    chosen_exe = exe or settings.exe
+    picked = Options()
+    chosen_exe = picked.pick("exe", exe, settings.exe)
     if chosen_exe is None:
         raise ConfigError("no EXE given and no bundle.toml with [build] exe in this folder.")
     options = BuildOptions(
         exe=chosen_exe,
-        profile=profile or ort or settings.profile or DEFAULT_PROFILE,
-        cache_dir=cache_dir or default_cache_dir(),
-        out=out or settings.out,
+        profile=picked.pick("profile", profile or ort, settings.profile, None, DEFAULT_PROFILE)
+        or DEFAULT_PROFILE,
+        cache_dir=picked.pick("cache_dir", cache_dir, default_factory=default_cache_dir)
+        or default_cache_dir(),
+        out=picked.pick("out", out, settings.out),
         search=tuple(search or ()) + settings.search,
-        vc_runtime=vc_runtime or settings.vc_runtime,
-        vc_redist=vc_redist or settings.vc_redist,
+        vc_runtime=picked.pick("vc_runtime", vc_runtime, settings.vc_runtime),
+        vc_redist=picked.pick("vc_redist", vc_redist, settings.vc_redist),
         dry_run=dry_run,
         clean=clean,
         force=force,
-        link=bool(link if link is not None else settings.link),
+        link=bool(picked.pick("link", link, settings.link, None, False)),
         locked=locked,
-        sbom=bool(sbom if sbom is not None else settings.sbom),
-        iss=False if no_iss else (iss or (settings.iss if settings.iss is not None else True)),
+        sbom=bool(picked.pick("sbom", sbom, settings.sbom, None, False)),
+        iss=False if no_iss else picked.pick("iss", iss, settings.iss, None, True) or False,
         installer=_installer(
             settings.installer,
             app_name,
@@ -148,14 +152,16 @@ def build(
             iss_compression,
             shortcut,
             require_gpu,
+            picked,
         ),
-        archive=archive or settings.archive,
+        archive=picked.pick("archive", archive, settings.archive),
         postbuild=None if no_postbuild else settings.postbuild,
         acquire=AcquireOptions(
             mirrors=tuple(mirror or ()),
             offline=offline,
             policy=DownloadPolicy(allow_http=allow_http),
         ),
+        options=picked,
     )
     result = run_build(options, progress_for)
     typer.echo(views.build_json(result) if as_json else views.build_report(result))
@@ -169,16 +175,18 @@ def _installer(
     compression: str | None,
     shortcut: bool | None,
     require_gpu: bool | None,
+    picked: Options | None = None,
 ) -> IssSettings:
-    """bundle.toml's [render] settings with the command line's flags on top."""
+    """bundle.toml's [render] settings with the command line's flags on top (one resolver)."""
+    pick = (picked or Options()).pick
     return replace(
         base,
-        app_name=app_name if app_name is not None else base.app_name,
-        app_version=app_version if app_version is not None else base.app_version,
-        publisher=publisher if publisher is not None else base.publisher,
-        compression=compression if compression is not None else base.compression,
-        shortcut=shortcut if shortcut is not None else base.shortcut,
-        require_gpu=require_gpu if require_gpu is not None else base.require_gpu,
+        app_name=pick("app_name", app_name, base.app_name),
+        app_version=pick("app_version", app_version, base.app_version),
+        publisher=pick("publisher", publisher, base.publisher),
+        compression=pick("iss_compression", compression, base.compression) or base.compression,
+        shortcut=bool(pick("shortcut", shortcut, base.shortcut)),
+        require_gpu=pick("require_gpu", require_gpu, base.require_gpu),
     )
 
 

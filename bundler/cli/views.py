@@ -365,6 +365,7 @@ def build_json(result: BuildResult) -> str:
         "iss": dataclasses.asdict(result.iss) if result.iss else None,
         "archive": dataclasses.asdict(result.archive) if result.archive else None,
         "postbuild": dataclasses.asdict(result.postbuild) if result.postbuild else None,
+        "settings": result.settings,
         "plan": result.plan.to_dict(),
     }
     return json.dumps(data, indent=2, default=str)

@@ -24,6 +24,7 @@ from bundler.acquire.provenance import attach_provenance
 from bundler.errors import ConfigError, LockMismatchError
 from bundler.fit import require_fit
 from bundler.lock import LOCK_NAME, Lock, differences, read_lock, write_lock
+from bundler.options import Options
 from bundler.plan import Plan, Status
 from bundler.profiles import Profile, load_profile
 from bundler.render.iss import ISS_NAME, IssResult, IssSettings, write_iss
@@ -77,6 +78,7 @@ class BuildOptions:
     # postbuild.cmd and postbuild.event.xml in the output folder; None: neither
     postbuild: PostbuildSettings | None = field(default_factory=PostbuildSettings)
     acquire: AcquireOptions = field(default_factory=AcquireOptions)
+    options: Options = field(default_factory=Options)  # where each setting came from
 
     def iss_path(self, out: Path) -> Path | None:
         if self.iss is False:
@@ -95,6 +97,7 @@ class BuildResult:
     iss: IssResult | None = None
     archive: ArchiveResult | None = None
     postbuild: PostbuildResult | None = None
+    settings: dict[str, dict[str, object]] = field(default_factory=dict)  # value and origin
 
 
 def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
@@ -102,6 +105,8 @@ def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
     (app,) = read_inputs([options.exe], profile, options.search)  # before any download
     out = options.out or options.exe.parent
     mode = options.vc_runtime or profile.vc_runtime
+    if options.vc_runtime is None:  # the profile's decides: say so
+        options.options.pick("vc_runtime", None, None, profile.vc_runtime)
     if mode == "installer" and options.vc_redist is None:
         raise ConfigError(
             "--vc-runtime installer needs --vc-redist PATH (the vc_redist.x64.exe to ship)."
@@ -159,6 +164,7 @@ def _deploy(
     if options.locked:
         _check_locked(out, previous, lock)
     result = BuildResult(out, plan, lock, deployment, counters, options.dry_run)
+    result.settings = options.options.report()
     if options.dry_run:
         return result
     size = deployment.bytes_to_write
