@@ -147,6 +147,8 @@ def test_the_sample_covers_every_kind_of_deletion() -> None:
     assert all(1 <= len(case) <= 3 for case in CASES)
     kinds = [lower(case) for case in CASES]
     assert any(case & AT_START for case in kinds)  # the app cannot start
+    # ... and its onnxruntime.dll is gone with a DLL only that one imports (inferred)
+    assert any("onnxruntime.dll" in case and len(case & AT_START) > 1 for case in kinds)
     assert any(case & PROVIDER_IMPORTS and not case & AT_START for case in kinds)  # 126
     assert any(case <= RUNTIME_ONLY for case in kinds)  # no loader line at all
     assert {len(case) for case in kinds} == {1, 2, 3}
@@ -183,8 +185,10 @@ def check_names_and_restore(report: AuditReport, deleted: set[str], where: str) 
 def loader_view(report: AuditReport, gone: set[str]) -> set[str]:
     """The audit's BA101 names the loader can see: the process dies before it loads the
     provider when its own closure is broken; a missing provider is a failed LoadLibrary (not
-    an import), and then none of its imports is looked for."""
-    reported = lower(f.files[0] for f in report.findings if f.code == "BA101")
+    an import), and then none of its imports is looked for. What the audit infers from an
+    absent DLL's recorded imports is beyond any loader: an absent DLL's imports are never
+    looked for."""
+    reported = lower(f.files[0] for f in report.findings if f.code == "BA101" and not f.inferred)
     if reported & AT_START:
         return reported & AT_START
     if PROVIDER in gone:
@@ -213,7 +217,9 @@ def test_audit_and_wines_loader_see_the_same_missing_imports(
 
     # The model from docs/field-notes.md alone predicts the same, so neither side can drift
     # silently.
-    if gone & AT_START:
+    if "onnxruntime.dll" in gone:  # the app's only import: the loader looks no further
+        predicted = {"onnxruntime.dll"}
+    elif gone & AT_START:
         predicted = gone & AT_START
     elif PROVIDER in gone:  # nothing of an absent provider is loaded, so none of its imports
         predicted = set()

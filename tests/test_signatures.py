@@ -50,7 +50,7 @@ def test_without_lief_the_message_says_what_to_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "lief", None)  # `import lief` now raises ImportError
-    with pytest.raises(ConfigError, match=r'pip install "bundle\[signatures\]"'):
+    with pytest.raises(ConfigError, match=r'pip install "ort-bundle\[signatures\]"'):
         check_signature(write_pe(tmp_path / "plain.dll", PESpec()))
 
 
