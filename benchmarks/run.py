@@ -391,8 +391,9 @@ def p8_locks(data: Data, repeat: int) -> list[Row]:
 
 def _msbuild_command(data: Data) -> list[str]:
     """`bundle msbuild` needs ORT's release zip, unreachable here: the tests' replica (the real
-    DLLs in the zip's layout, tests/replica.py) stands in, pinned by a copy of the profile."""
-    from tests.replica import build_replica
+    DLLs in the zip's layout, tests/support/replica.py) stands in, pinned by a copy of the
+    profile."""
+    from tests.support.replica import build_replica
 
     folder = data.work / "replica"
     recorded = folder / "replica.json"

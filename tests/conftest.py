@@ -10,9 +10,26 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.httpserver", "tests.wine", "tests.inno"]  # `http_server`, `wine`, `inno`
+pytest_plugins = [
+    "tests.support.httpserver",
+    "tests.support.wine",
+    "tests.support.inno",
+]  # `http_server`, `wine`, `inno`
 
 REPO = Path(__file__).resolve().parent.parent
+# Defined once for every test module: the example app and the 1.19.2 profiles most tests use.
+HELLO = REPO / "examples" / "hello" / "hello.exe"
+GPU = "ort-1.19.2-gpu-cuda12"
+CPU = "ort-1.19.2-cpu"
+DIRECTML = "ort-1.19.2-directml"
+
+
+def hello_cpu(out: Path, cache: Path, *extra: str) -> list[str]:
+    """`bundle build` arguments: examples/hello with the CPU profile into `out`, artifacts from
+    `cache`."""
+    return [str(HELLO), "--profile", CPU, "--out", str(out), "--cache-dir", str(cache), *extra]
+
+
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 
@@ -156,3 +173,29 @@ def cpu_cache(real_dlls: RealDlls, tmp_path_factory: pytest.TempPathFactory) -> 
     result = fetch("--profile", "ort-1.19.2-cpu", "--cache-dir", str(cache), env=pip_env())
     assert result.returncode == 0, result.stderr
     return cache
+
+
+# Fixtures that start a real tool or bring real data: a test using one is in the slow tier.
+REAL_TOOL_FIXTURES = frozenset(
+    {"wine", "inno", "xbuild", "standins", "mingw_build", "real_dlls", "gpu_cache", "cpu_cache"}
+)
+REAL_TOOL_MODULES = (
+    *("test_audit_html", "test_mingw_fixtures", "test_packaging", "test_docs", "test_audit_run"),
+    # not a real tool, but minutes of work: fuzzing, killed processes, contended locks, the
+    # bad-input catalogue (a CLI process per row), archives written and read back by 7z/unzip
+    *("test_pe_fuzz", "test_interrupt", "test_locks", "test_concurrency"),
+    *("test_bad_inputs", "test_archive"),
+)
+SLOW_TESTS = ("test_a_large_file_is_streamed",)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the slow tier: `pytest -m "not real_tools"` runs the fast unit tests alone, the
+    README's `python -m pytest` runs everything."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        module = item.nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
+        slow = item.get_closest_marker("realdata") or item.get_closest_marker("mingw")
+        named = item.name.split("[")[0] in SLOW_TESTS
+        if slow or named or fixtures & REAL_TOOL_FIXTURES or module in REAL_TOOL_MODULES:
+            item.add_marker(pytest.mark.real_tools)

@@ -27,13 +27,10 @@ from bundler.findings import CATALOGUE, Severity, catalogue_markdown
 from bundler.lock import LOCK_NAME, Lock, LockedFile, write_lock
 from bundler.profiles import versioned
 from bundler.signatures import FINDING_CODES as SIGNATURE_CODES
-from tests.conftest import REPO, fetch, pip_env, run_bundle
-from tests.pefactory import PESpec, write_pe
-from tests.test_build import HELLO, build, linked_copy
+from tests.conftest import CPU, DIRECTML, GPU, HELLO, REPO, fetch, pip_env, run_bundle
+from tests.support.pefactory import PESpec, write_pe
+from tests.test_build import build, linked_copy
 
-GPU = "ort-1.19.2-gpu-cuda12"
-CPU = "ort-1.19.2-cpu"
-DIRECTML = "ort-1.19.2-directml"
 PROVIDER = "onnxruntime_providers_cuda.dll"
 MSVC = ("MSVCP140.dll", "VCRUNTIME140.dll", "VCRUNTIME140_1.dll")
 VC = {"file_version": (14, 44, 35211, 0), "linker_version": (14, 44)}

@@ -19,9 +19,9 @@ import py7zr
 import pytest
 
 from bundler.lock import LOCK_NAME
-from tests.conftest import REPO
-from tests.pefactory import PESpec
-from tests.test_audit import GPU, audit_cli, codes, found, lock_for, synthetic_gpu
+from tests.conftest import GPU, REPO
+from tests.support.pefactory import PESpec
+from tests.test_audit import audit_cli, codes, found, lock_for, synthetic_gpu
 
 
 def zip_folder(folder: Path, archive: Path, top: str | None = "hello-1.0") -> Path:

@@ -34,11 +34,11 @@ from bundler.audit.report import AuditReport
 from bundler.audit.run import audit
 from bundler.findings import Severity
 from bundler.plan import Status
-from tests.test_build import HELLO, build, linked_copy
+from tests.conftest import GPU, HELLO
+from tests.support.wine import Wine, WineRun
+from tests.test_build import build, linked_copy
 from tests.test_real_closure import CUDNN
-from tests.wine import Wine, WineRun
 
-GPU = "ort-1.19.2-gpu-cuda12"
 PROVIDER = "onnxruntime_providers_cuda.dll"
 SEED = 17  # issue 17; change it only together with the coverage test below
 CASES_WANTED = 44

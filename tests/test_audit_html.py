@@ -3,7 +3,8 @@
 Two tiers. Synthetic bundles (tests/test_audit.py's images of the real GPU set) pin down what the
 page says: a graph node per file with its status, edges styled by how they load, findings by
 severity, suppressed ones apart, bytes per component, escaping, the same bytes twice. Then a real
-browser, headless Chromium with no network (tests/chromium.py), opens the pages made from the real
+browser, headless Chromium with no network (tests/support/chromium.py), opens the pages made from
+the real
 GPU bundle and a copy missing cudnn64_9.dll: no console message, no request, a screenshot that shows
 the status colours, and a DOM holding the closure docs/field-notes.md#import-graph lists. The
 browser's own checks are first shown to catch a broken page, so their silence means something."""
@@ -29,9 +30,9 @@ from bundler.audit.run import audit
 from bundler.errors import OutputError
 from bundler.findings import Severity
 from bundler.plan import Status
-from tests.chromium import CHROMIUM, WINDOW, Image, PageLoad, load_page, read_png, rgb
-from tests.conftest import REPO, require
-from tests.pefactory import PESpec, write_pe
+from tests.conftest import DIRECTML, REPO, require
+from tests.support.chromium import CHROMIUM, WINDOW, Image, PageLoad, load_page, read_png, rgb
+from tests.support.pefactory import PESpec, write_pe
 from tests.test_audit import (
     GPU,
     MSVC,
@@ -43,7 +44,6 @@ from tests.test_audit import (
 from tests.test_audit import gpu_bundle as gpu_bundle  # the module fixture, reused
 from tests.test_real_closure import GPU_BUNDLE
 
-DIRECTML = "ort-1.19.2-directml"
 ORT_VERSION = (1, 19, 24, 903)
 CUDNN_VERSION = (9, 1, 0, 70)
 HOSTILE = "<img src=x onerror=alert(1)>.dll"  # a legal Linux file name, and HTML if unescaped

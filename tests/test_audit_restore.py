@@ -21,10 +21,10 @@ from bundler.audit.run import audit
 from bundler.findings import Severity
 from bundler.lock import LOCK_NAME, Lock, LockedFile, read_lock, write_lock
 from bundler.profiles import available_profiles, load_profile
-from tests.conftest import REPO, run_bundle
-from tests.pefactory import PESpec
-from tests.test_audit import GPU, PROVIDER, lock_for, synthetic_gpu
-from tests.test_build import HELLO, build
+from tests.conftest import GPU, HELLO, REPO, run_bundle
+from tests.support.pefactory import PESpec
+from tests.test_audit import PROVIDER, lock_for, synthetic_gpu
+from tests.test_build import build
 
 HEURISTIC = "cudnn_heuristic64_9.dll"
 BUILTINS = "nvrtc-builtins64_124.dll"

@@ -2,7 +2,8 @@
 
 Real data: the GPU folder `bundle build --link` makes for examples/hello, whole and with one
 DLL removed from a hard-linked copy. The disagreements are made for real too, with tiny
-synthetic exes (tests/pefactory.py) that Wine really starts: one imports cryptbase.dll, which
+synthetic exes (tests/support/pefactory.py) that Wine really starts: one imports cryptbase.dll,
+which
 the system policy counts as part of Windows and Wine 8 does not implement (the loader reports
 it missing, the audit does not); one imports msvcr120.dll, which is not part of Windows (the
 audit reports it missing) but Wine has a builtin for (the loader loads it).
@@ -28,13 +29,12 @@ from bundler.audit.loadrun import prove_load
 from bundler.audit.run import audit
 from bundler.findings import Severity
 from bundler.plan import Status
-from tests.conftest import require
-from tests.pefactory import write_pe
-from tests.test_build import HELLO, build, linked_copy
+from tests.conftest import GPU, HELLO, require
+from tests.support.pefactory import write_pe
+from tests.support.wine import Wine, require_wine
+from tests.test_build import build, linked_copy
 from tests.test_real_closure import CUDNN
-from tests.wine import Wine, require_wine
 
-GPU = "ort-1.19.2-gpu-cuda12"
 PROVIDER = "onnxruntime_providers_cuda.dll"
 # docs/field-notes.md#import-graph: what loads only at run time (cudnn64_9.dll imports nothing and
 # loads its sub-libraries; cuDNN loads NVRTC, NVRTC its builtins), and which of them import which.

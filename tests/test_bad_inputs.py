@@ -11,7 +11,8 @@ wrongly gets past a bad input still finishes offline and fast instead of downloa
 
 Network, archive and disk rows serve their bytes from a real HTTP server on 127.0.0.1: a row
 lists what it `needs` from the test's fixtures ("http": the `http_server` of
-tests/httpserver.py, reachable as `ws.server`), and its `also` check asserts any further effect
+tests/support/httpserver.py, reachable as `ws.server`), and its `also` check asserts any further
+effect
 (a file outside the output folder left alone, a partial download removed, ...). Short
 timeouts and one retry come from the download layer's own environment variables
 (BUNDLE_HTTP_TIMEOUT, _RETRIES, _BACKOFF). Every row, whatever it expects, also checks that the
@@ -44,8 +45,15 @@ import pytest
 
 from bundler.errors import ExitCode
 from tests.conftest import require, run_bundle
-from tests.httpserver import Handler, HttpServer
-from tests.pefactory import DIR_DELAY_IMPORT, DIR_IMPORT, PEPatch, PESpec, build_pe, write_pe
+from tests.support.httpserver import Handler, HttpServer
+from tests.support.pefactory import (
+    DIR_DELAY_IMPORT,
+    DIR_IMPORT,
+    PEPatch,
+    PESpec,
+    build_pe,
+    write_pe,
+)
 
 DEPS_ENV = "BUNDLE_TEST_DEPS"
 OUTSIDE = 0x7FFF0000  # an RVA past every section of the synthetic images

@@ -23,13 +23,10 @@ from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 
 from bundler.lock import read_lock, write_lock
-from tests.conftest import REPO, pip_env, run_bundle
-from tests.pefactory import PESpec, write_pe
-from tests.wine import Wine
+from tests.conftest import CPU, HELLO, hello_cpu, pip_env, run_bundle
+from tests.support.pefactory import PESpec, write_pe
+from tests.support.wine import Wine
 
-HELLO = REPO / "examples" / "hello" / "hello.exe"
-GPU = "ort-1.19.2-gpu-cuda12"
-CPU = "ort-1.19.2-cpu"
 CUDA_PROVIDER = "onnxruntime_providers_cuda.dll"
 # Views of the lock written beside it; not payload, so not in the lock.
 GENERATED = ("bundle.lock.json", "setup.iss", "postbuild.cmd", "postbuild.event.xml")
@@ -115,7 +112,7 @@ def test_without_cudnn64_9_the_cuda_provider_fails_with_126(
 @pytest.mark.realdata
 def test_cpu_bundle_runs(cpu_cache: Path, wine: Wine, tmp_path: Path) -> None:
     out = tmp_path / "cpu"
-    result = build(str(HELLO), "--profile", CPU, "--out", str(out), "--cache-dir", str(cpu_cache))
+    result = build(*hello_cpu(out, cpu_cache))
     assert result.returncode == 0, result.stderr
     run = wine.run(out / "hello.exe")
     assert run.returncode == 0, run.errors
@@ -180,9 +177,7 @@ def test_rebuild_next_to_the_exe_keeps_the_lock_and_passes_locked(
 @pytest.mark.realdata
 def test_dry_run_writes_nothing(cpu_cache: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    data = build_json(
-        str(HELLO), "--profile", CPU, "--out", str(out), "--cache-dir", str(cpu_cache), "--dry-run"
-    )
+    data = build_json(*hello_cpu(out, cpu_cache), "--dry-run")
     assert data["dry_run"] is True
     assert {step["action"] for step in data["steps"]} == {"copy"}  # type: ignore[union-attr]
     assert not out.exists()
@@ -259,7 +254,7 @@ def test_bad_input_is_one_line_with_exit_code_and_nothing_written(
 def test_a_different_file_of_the_user_is_not_overwritten(cpu_cache: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     write_pe(out / "onnxruntime.dll", PESpec(file_version=(1, 18, 0, 0)))
-    args = [str(HELLO), "--profile", CPU, "--out", str(out), "--cache-dir", str(cpu_cache)]
+    args = hello_cpu(out, cpu_cache)
     refused = build(*args)
     assert refused.returncode == 12
     assert "version 1.18.0.0" in refused.stderr and "version 1.19.24.830" in refused.stderr
@@ -272,7 +267,7 @@ def test_a_different_file_of_the_user_is_not_overwritten(cpu_cache: Path, tmp_pa
 @pytest.mark.realdata
 def test_an_identical_copy_made_by_hand_is_adopted(cpu_cache: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    args = [str(HELLO), "--profile", CPU, "--out", str(out), "--cache-dir", str(cpu_cache)]
+    args = hello_cpu(out, cpu_cache)
     assert build(*args).returncode == 0
     (out / "bundle.lock.json").unlink()  # as if the DLLs had been put there by hand
     ort = out / "onnxruntime.dll"
@@ -294,13 +289,7 @@ def test_clean_removes_only_what_an_earlier_build_wrote(
     assert build(*gpu).returncode == 0
     (out / "readme.txt").write_text("mine")
     switched = build_json(
-        str(HELLO),
-        "--profile",
-        CPU,
-        "--out",
-        str(out),
-        "--cache-dir",
-        str(cpu_cache),
+        *hello_cpu(out, cpu_cache),
         "--link",
         "--clean",
     )
@@ -316,7 +305,7 @@ def test_clean_removes_only_what_an_earlier_build_wrote(
 @pytest.mark.realdata
 def test_locked_detects_a_changed_result(cpu_cache: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    args = [str(HELLO), "--profile", CPU, "--out", str(out), "--cache-dir", str(cpu_cache)]
+    args = hello_cpu(out, cpu_cache)
     assert build(*args).returncode == 0
     assert build(*args, "--locked").returncode == 0
     lock_path = out / "bundle.lock.json"
@@ -365,13 +354,7 @@ def test_sbom_lists_every_shipped_file_with_hash_supplier_and_licence(
 ) -> None:
     out = tmp_path / "out"
     args = [
-        str(HELLO),
-        "--profile",
-        CPU,
-        "--out",
-        str(out),
-        "--cache-dir",
-        str(cpu_cache),
+        *hello_cpu(out, cpu_cache),
         "--sbom",
     ]
     assert build(*args).returncode == 0

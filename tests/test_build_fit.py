@@ -22,7 +22,7 @@ from bundler.rules.derive.build_info import BuildInfo, check_cuda_major, read_bu
 from bundler.rules.derive.facts import Facts, required_windows
 from bundler.rules.derive.flavours import available_flavours, load_flavour
 from bundler.system import load_system_policy
-from tests.pefactory import write_pe
+from tests.support.pefactory import write_pe
 
 VERSION_INFO = "onnxruntime/capi/version_info.py"
 

@@ -20,7 +20,7 @@ from bundler.profiles import available_profiles, load_profile, load_profile_file
 from bundler.rules.derive.catalogue import entry
 from bundler.rules.derive.flavours import available_flavours, load_flavour
 from tests.conftest import run_bundle
-from tests.httpserver import HttpServer
+from tests.support.httpserver import HttpServer
 
 RELEASE = re.compile(r"ort-(\d+\.\d+\.\d+)-(gpu-cuda\d+|cpu|directml)")
 # onnxruntime-gpu's newest release on PyPI on 2026-12-01 (docs/field-notes.md#newer-releases)
@@ -217,7 +217,10 @@ def test_one_release_newer_than_the_catalogue_is_reported(http_server: HttpServe
     assert "onnxruntime-gpu 1.33.0: bundle profiles new --ort 1.33.0" in text.stdout
 
 
-def test_an_unreachable_index_is_a_fetch_error(tmp_path: Path) -> None:
+def test_an_unreachable_index_is_a_fetch_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BUNDLE_HTTP_RETRIES", "0")
     result = run_bundle(
         "profiles", "outdated", "--index-url", "http://127.0.0.1:9/simple/", "--allow-http"
     )

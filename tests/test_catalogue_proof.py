@@ -21,13 +21,12 @@ import pytest
 
 from bundler.profiles import PipSource, available_profiles, load_profile, load_profile_file
 from bundler.rules.derive.catalogue import differences, profile_facts
-from tests.conftest import REPO, pip_env
+from tests.conftest import HELLO, REPO, pip_env
+from tests.support.wine import Wine
 from tests.test_profiles_new import local_index as local_index  # the module fixture, reused
 from tests.test_profiles_new import profiles_new
 from tests.test_scan import without_rule
-from tests.wine import Wine
 
-HELLO = REPO / "examples" / "hello" / "hello.exe"
 CUDA13 = "ort-1.31.1-gpu-cuda13"
 DXCORE = "ort-1.22.0-gpu-cuda12"
 PROVED = ("ort-1.19.2-gpu-cuda12", DXCORE, CUDA13)

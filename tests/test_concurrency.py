@@ -1,6 +1,6 @@
 """Concurrency: several `bundle build` processes at once, on one cache and on one output folder.
 
-The release is synthetic (tests/slowrelease.py), served from 127.0.0.1 by a server that logs
+The release is synthetic (tests/support/slowrelease.py), served from 127.0.0.1 by a server that logs
 every request, so "downloaded once" is counted on the wire. "Extracted once" is counted from
 what each process reports: the `extracting ...: N%` progress lines are printed only as bytes are
 actually inflated (bundler/acquire/extract.py's meter), so a process that reused another's tree
@@ -16,9 +16,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.httpserver import HttpServer
-from tests.slowrelease import DEPS, NAME, PATH, Release, app_exe, make_release, mirror_args
-from tests.slowrelease import serve_slowly as serve
+from tests.support.httpserver import HttpServer
+from tests.support.slowrelease import DEPS, NAME, PATH, Release, app_exe, make_release, mirror_args
+from tests.support.slowrelease import serve_slowly as serve
 
 RATE = 16 << 20  # the download lasts long enough for all four builds to be waiting for it
 ENV = {**os.environ, "BUNDLE_DEBUG": "", "NO_PROXY": "127.0.0.1", "BUNDLE_HTTP_TIMEOUT": "10"}

@@ -1,4 +1,5 @@
-"""bundler.acquire.download against a real HTTP server on 127.0.0.1 (tests/httpserver.py)."""
+"""bundler.acquire.download against a real HTTP server on 127.0.0.1
+(tests/support/httpserver.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import requests
 
 from bundler.acquire.download import DownloadPolicy, DownloadResult, Pins, check_scheme, download
 from bundler.errors import FetchError, IntegrityError
-from tests.httpserver import HttpServer
+from tests.support.httpserver import HttpServer
 
 DATA = random.Random(1902).randbytes(300_000)
 SHA256 = hashlib.sha256(DATA).hexdigest()

@@ -1,6 +1,7 @@
 """`bundle fetch` as a user runs it: sources, fallbacks, mirrors, offline, concurrency.
 
-Network code runs against the real HTTP server of tests/httpserver.py on 127.0.0.1, and against
+Network code runs against the real HTTP server of tests/support/httpserver.py on 127.0.0.1, and
+against
 real pip, pointed by its own environment variables at the pinned wheels already fetched into the
 test cache (exactly how a corporate agent points pip at its mirror)."""
 
@@ -18,12 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, RealDlls, fetch, pip_env, run_bundle
-from tests.httpserver import HttpServer
-from tests.pefactory import PESpec, build_pe
-
-GPU = "ort-1.19.2-gpu-cuda12"
-CPU = "ort-1.19.2-cpu"
+from tests.conftest import CPU, GPU, REPO, RealDlls, fetch, pip_env, run_bundle
+from tests.support.httpserver import HttpServer
+from tests.support.pefactory import PESpec, build_pe
 
 
 def artifacts(result: subprocess.CompletedProcess[str]) -> list[dict[str, object]]:

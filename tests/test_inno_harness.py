@@ -1,4 +1,4 @@
-"""The Inno Setup harness (tests/inno.py) and the stand-ins, on hand-written scripts.
+"""The Inno Setup harness (tests/support/inno.py) and the stand-ins, on hand-written scripts.
 
 Independent of bundle's renderer: each script here is written by hand, so what ISCC and setup
 must do is known. These tests prove that the harness compiles, installs silently and reports
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from bundler.pe import read_pe
-from tests.inno import VC_REDIST_LOG, InnoSetup, read_setup_log
+from tests.support.inno import VC_REDIST_LOG, InnoSetup, read_setup_log
 
 APP_DIR = r"C:\bundle test (x64)\app"
 VC_KEY = r"HKLM\SOFTWARE\Microsoft\VisualStudio\14.0\VC\Runtimes\x64"

@@ -14,15 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import CPU, GPU, HELLO, REPO
 from tests.conftest import bundle_from_cache as bundle
-from tests.inno import VC_REDIST_LOG, InnoSetup
+from tests.support.inno import VC_REDIST_LOG, InnoSetup
 
 pytestmark = pytest.mark.realdata
 
-HELLO = REPO / "examples" / "hello" / "hello.exe"
-CPU = "ort-1.19.2-cpu"
-GPU = "ort-1.19.2-gpu-cuda12"
 VERSION_LINE = "ORT version: 1.19.2"
 CUDA_PROVIDER = "onnxruntime_providers_cuda.dll"
 VC_KEY = r"HKLM\SOFTWARE\Microsoft\VisualStudio\14.0\VC\Runtimes\x64"

@@ -4,7 +4,8 @@ Each kill point is deterministic in what it waits for and seeded in where exactl
 test polls the cache and the output folder and kills the process when a given temporary file
 appears or reaches N bytes (the `.part` download, the extraction's `.partial` tree, a
 `.bundle-tmp` copy, the lock's temporary file), optionally after a seeded delay of a few
-milliseconds. The release is synthetic (tests/slowrelease.py), served slowly from 127.0.0.1 so
+milliseconds. The release is synthetic (tests/support/slowrelease.py), served slowly from 127.0.0.1
+so
 that the download lasts about a second.
 
 After every kill: no file under its final name is partial (every file in the output folder
@@ -34,9 +35,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.httpserver import HttpServer
-from tests.slowrelease import DEPS, NAME, PATH, Release, app_exe, make_release, mirror_args
-from tests.slowrelease import serve_slowly as serve
+from tests.support.httpserver import HttpServer
+from tests.support.slowrelease import DEPS, NAME, PATH, Release, app_exe, make_release, mirror_args
+from tests.support.slowrelease import serve_slowly as serve
 
 SEED = int(os.environ.get("BUNDLE_TEST_SEED", "20241130"))
 RATE = 12 << 20  # bytes per second: the 15 MB archive downloads in about 1.3 s

@@ -13,11 +13,9 @@ import pytest
 
 from bundler.pe import read_pe
 from bundler.system import load_system_policy
-from tests.conftest import REPO, bundle_from_cache, require, run_bundle
+from tests.conftest import CPU, HELLO, REPO, bundle_from_cache, require, run_bundle
 
 SOURCE = REPO / "tests" / "fixtures" / "managed" / "hello_managed.cs"
-HELLO = REPO / "examples" / "hello" / "hello.exe"
-CPU = "ort-1.19.2-cpu"
 # mcs -platform values: the PE machine, and whether the CLR runs the exe as x64 on x64 Windows.
 PLATFORMS = {
     "anycpu": ("x86", True),  # PE32, IL-only: runs as x64 on 64-bit Windows

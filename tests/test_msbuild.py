@@ -6,7 +6,7 @@ record of file writes, Clean, Rebuild), with a stub compile step: there is no C+
 xbuild ignores ItemDefinitionGroup (measured: metadata defined there reads back empty), so the
 ClCompile/Link metadata is checked structurally, and its values through the properties it is
 built from, which xbuild evaluates. The release zip is a replica in the real layout
-(tests/replica.py), served by the local HTTP server, with the real DLLs of the pinned wheel.
+(tests/support/replica.py), served by the local HTTP server, with the real DLLs of the pinned wheel.
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ from bundler.render.msbuild import (
 )
 from bundler.render.postbuild import EVENT_NAME, POSTBUILD_NAME
 from tests.conftest import REPO, RealDlls, bundle_from_cache, require
-from tests.httpserver import HttpServer
-from tests.pefactory import PESpec, build_pe
-from tests.replica import HEADERS, TOP, ZIP_NAME, Replica, build_replica, write_release_zip
-from tests.wine import Wine
+from tests.support.httpserver import HttpServer
+from tests.support.pefactory import PESpec, build_pe
+from tests.support.replica import HEADERS, TOP, ZIP_NAME, Replica, build_replica, write_release_zip
+from tests.support.wine import Wine
 
 GOLDEN = Path(__file__).parent / "golden"
 MSB = "{http://schemas.microsoft.com/developer/msbuild/2003}"

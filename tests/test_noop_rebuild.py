@@ -22,10 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, pip_env, require
+from tests.conftest import GPU, HELLO, pip_env, require
 
-HELLO = REPO / "examples" / "hello" / "hello.exe"
-GPU = "ort-1.19.2-gpu-cuda12"
 FULL = 0.5  # a DLL with more than this share of its bytes resident was read in full
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from bundler.options import Options
-from tests.test_build import HELLO, build
+from tests.conftest import HELLO
+from tests.test_build import build
 
 
 def test_the_first_that_has_a_value_wins_and_is_named() -> None:

@@ -9,7 +9,7 @@ import pytest
 from bundler.errors import InputFileError
 from bundler.pe import read_pe
 from tests.conftest import REPO, run_bundle
-from tests.pefactory import PESpec, build_pe, write_pe
+from tests.support.pefactory import PESpec, build_pe, write_pe
 
 
 @pytest.mark.parametrize("machine", ["x86", "x64", "arm64"])

@@ -1,7 +1,8 @@
 """Property and fuzz tests of the PE reader: any bytes give a PE description or our one-line
 PE error (InputFileError), never another exception and never a hang.
 
-Inputs are mutations of healthy images (synthetic ones from tests/pefactory.py, real ones built
+Inputs are mutations of healthy images (synthetic ones from tests/support/pefactory.py, real ones
+built
 by mingw, and the real ORT DLLs from the pinned wheels) aimed at the structures the reader
 walks: headers, section table, data directories, descriptors, names. Plus plain random bytes.
 
@@ -29,7 +30,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from bundler.errors import InputFileError
 from bundler.pe import read_pe
 from tests.conftest import IN_CI, RealDlls, test_cache_dir
-from tests.pefactory import (
+from tests.support.pefactory import (
     DIR_COM_DESCRIPTOR,
     DIR_DELAY_IMPORT,
     DIR_IMPORT,

@@ -23,7 +23,7 @@ from bundler.profiles import load_profile_file
 from bundler.resolve import resolve
 from bundler.system import load_system_policy
 from tests.conftest import RealDlls
-from tests.pefactory import (
+from tests.support.pefactory import (
     DELAY_DESCRIPTOR_SIZE,
     DIR_DELAY_IMPORT,
     DIR_IMPORT,

@@ -1,4 +1,4 @@
-"""Checks that tests/pefactory.py builds the PE images it promises.
+"""Checks that tests/support/pefactory.py builds the PE images it promises.
 
 Expected values are written out literally (machine codes, characteristics, offsets, version
 numbers) so a factory bug cannot be hidden by comparing the factory with itself. pefile does a
@@ -17,7 +17,7 @@ import pefile
 import pytest
 
 from tests.conftest import require
-from tests.pefactory import PESpec, build_pe, write_pe
+from tests.support.pefactory import PESpec, build_pe, write_pe
 
 MACHINES = ("x86", "x64", "arm64")
 MACHINE_CODE = {"x86": 0x014C, "x64": 0x8664, "arm64": 0xAA64}

@@ -42,12 +42,10 @@ from bundler.render.postbuild import (
     postbuild_values,
     write_postbuild,
 )
-from tests.conftest import REPO, bundle_from_cache, require
-from tests.wine import Wine
+from tests.conftest import CPU, HELLO, bundle_from_cache, hello_cpu, require
+from tests.support.wine import Wine
 
-HELLO = REPO / "examples" / "hello" / "hello.exe"
 GOLDEN = Path(__file__).parent / "golden"
-CPU = "ort-1.19.2-cpu"
 # A target as hard as a real $(OutDir) can be: blanks, parentheses, &, non-ASCII.
 HARD_TARGET = "target dir (x86) & co/ünï"
 UTF8_LOCALE = "hi_IN.UTF-8"  # no legacy code page: Wine's ANSI and OEM code pages are UTF-8
@@ -403,9 +401,7 @@ def test_event_command_runs_in_wines_cmd(utf8_cmd: Cmd, tmp_path: Path) -> None:
 def cpu_bundle(cpu_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """`bundle build` of examples/hello/hello.exe for the CPU profile, once for this module."""
     out = tmp_path_factory.mktemp("postbuild") / "dist (bundle)"
-    result = bundle_from_cache(
-        "build", str(HELLO), "--profile", CPU, "--out", str(out), "--cache-dir", str(cpu_cache)
-    )
+    result = bundle_from_cache("build", *hello_cpu(out, cpu_cache))
     assert result.returncode == 0, result.stderr
     assert f"post-build step: {out / POSTBUILD_NAME}" in result.stdout
     yield out
@@ -536,13 +532,7 @@ def test_no_postbuild_and_bundle_toml_turn_it_off(cpu_cache: Path, tmp_path: Pat
     out = tmp_path / "dist"
     flag = bundle_from_cache(
         "build",
-        str(HELLO),
-        "--profile",
-        CPU,
-        "--out",
-        str(out),
-        "--cache-dir",
-        str(cpu_cache),
+        *hello_cpu(out, cpu_cache),
         "--no-postbuild",
     )
     assert flag.returncode == 0, flag.stderr

@@ -26,11 +26,10 @@ from bundler.errors import FetchError, ProfileError
 from bundler.profiles import PipSource, Profile, is_pattern, load_profile, load_profile_file
 from bundler.rules.derive.flavours import available_flavours, load_flavour
 from bundler.rules.derive.index import find_wheel, normalize, wheel_rank
-from tests.conftest import REPO, RealDlls, pip_env, require, test_cache_dir
-from tests.httpserver import HttpServer
-from tests.wine import Wine
+from tests.conftest import HELLO, RealDlls, pip_env, require, test_cache_dir
+from tests.support.httpserver import HttpServer
+from tests.support.wine import Wine
 
-HELLO = REPO / "examples" / "hello" / "hello.exe"
 CUDA_PROVIDER = "onnxruntime_providers_cuda.dll"
 ORT_120 = "onnxruntime_gpu-1.20.2-cp311-cp311-win_amd64.whl"
 # https://pypi.org/simple/onnxruntime-gpu/ (PEP 691), read with curl on 2026-12-01

@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, RealDlls, run_bundle
+from tests.conftest import HELLO, RealDlls, run_bundle
 
 pytestmark = pytest.mark.realdata
 
-HELLO = REPO / "examples" / "hello" / "hello.exe"
 GPU_WHEELS = (
     "onnxruntime-gpu",
     "nvidia-cuda-runtime-cu12",

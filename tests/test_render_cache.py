@@ -27,9 +27,9 @@ from bundler.render import cache as render_cache
 from bundler.render import engine as render
 from bundler.render.postbuild import SCRIPT_TEMPLATE, postbuild_values
 from tests.conftest import REPO
-from tests.httpserver import HttpServer
-from tests.slowrelease import make_release, mirror_args
-from tests.slowrelease import serve_slowly as serve
+from tests.support.httpserver import HttpServer
+from tests.support.slowrelease import make_release, mirror_args
+from tests.support.slowrelease import serve_slowly as serve
 from tests.test_concurrency import ENV, setup
 
 

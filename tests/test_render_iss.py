@@ -27,12 +27,10 @@ from bundler.render.engine import (
     windows_path,
 )
 from bundler.render.iss import SPAN_ABOVE, IssSettings, app_id_for, iss_values, write_iss
-from tests.conftest import REPO
+from tests.conftest import HELLO, hello_cpu
 from tests.conftest import bundle_from_cache as bundle
 
-HELLO = REPO / "examples" / "hello" / "hello.exe"
 GOLDEN = Path(__file__).parent / "golden"
-CPU = "ort-1.19.2-cpu"
 DRIVER = GpuDriver("nvcuda.dll", 12, "527.41", "NVIDIA CUDA Toolkit Release Notes")
 
 
@@ -253,13 +251,7 @@ def test_a_lock_without_the_app_name_asks_for_a_rebuild(tmp_path: Path) -> None:
 def build_cpu(cpu_cache: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return bundle(
         "build",
-        str(HELLO),
-        "--profile",
-        CPU,
-        "--out",
-        str(out),
-        "--cache-dir",
-        str(cpu_cache),
+        *hello_cpu(out, cpu_cache),
         *args,
     )
 

@@ -14,7 +14,7 @@ from bundler.profiles import load_profile_file
 from bundler.resolve import SearchPath, resolve
 from bundler.system import load_system_policy
 from tests.conftest import run_bundle
-from tests.pefactory import write_pe
+from tests.support.pefactory import write_pe
 
 PROFILE = """
 schema_version = 1

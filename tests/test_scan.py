@@ -20,10 +20,9 @@ import pytest
 from bundler.profiles import load_profile
 from bundler.rules.scan import Confidence, Kind, Pool, dll_strings, pattern_regex, scan
 from bundler.system import load_system_policy
-from tests.conftest import RealDlls, fetch, pip_env, require, run_bundle
-from tests.pefactory import PESpec, write_pe
-from tests.test_audit import CPU, DIRECTML, GPU
-from tests.test_build import HELLO, build
+from tests.conftest import CPU, DIRECTML, GPU, HELLO, RealDlls, fetch, pip_env, require, run_bundle
+from tests.support.pefactory import PESpec, write_pe
+from tests.test_build import build
 
 LOADER_C = r"""
 #include <windows.h>

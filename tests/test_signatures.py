@@ -20,11 +20,11 @@ import pytest
 from bundler.errors import ConfigError
 from bundler.profiles import load_profile
 from bundler.signatures import SignatureState, check_signature
-from tests.conftest import RealDlls, require
-from tests.pefactory import PESpec, write_pe
-from tests.test_audit import CPU, GPU, audit_cli, broken_copy, found, patched_copy
+from tests.conftest import CPU, GPU, HELLO, RealDlls, hello_cpu, require
+from tests.support.pefactory import PESpec, write_pe
+from tests.test_audit import audit_cli, broken_copy, found, patched_copy
 from tests.test_audit import gpu_bundle as gpu_bundle  # the module fixture, reused
-from tests.test_build import HELLO, build
+from tests.test_build import build
 from tests.test_real_closure import CUDNN, VC_RUNTIME
 
 
@@ -189,13 +189,7 @@ def test_a_verifying_build_refuses_a_changed_signed_dll(
     assert f"{dll}: onnxruntime.dll has a signature that does not verify" in result.stderr
     assert not out.exists()  # nothing half-written
     plain = build(
-        str(HELLO),
-        "--profile",
-        CPU,
-        "--out",
-        str(out),
-        "--cache-dir",
-        str(cpu_cache),
+        *hello_cpu(out, cpu_cache),
         "--search",
         str(mine),
     )

@@ -10,11 +10,10 @@ from pathlib import Path
 import pytest
 
 from bundler.profiles import DirSource, PipSource, load_profile
-from tests.conftest import REPO, RealDlls, run_bundle
-from tests.pefactory import write_pe
+from tests.conftest import HELLO, RealDlls, run_bundle
+from tests.support.pefactory import write_pe
 
 PROFILE = "ort-1.19.2-gpu-cuda12-tensorrt"
-HELLO = REPO / "examples" / "hello" / "hello.exe"
 TENSORRT = ("nvinfer_10.dll", "nvinfer_plugin_10.dll", "nvonnxparser_10.dll")
 GPU_PACKAGES = (
     "onnxruntime-gpu",

@@ -1,4 +1,5 @@
-"""The Wine harness (tests/wine.py) and the ground truth it gives, on hand-assembled folders.
+"""The Wine harness (tests/support/wine.py) and the ground truth it gives, on hand-assembled
+folders.
 
 Each folder is put together by hand from the real wheels' DLLs (hard links, the GPU set is
 ~2.4 GB), so what is present and what is missing is known without bundle: these tests prove
@@ -14,12 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, RealDlls
-from tests.wine import Wine, WineRun
+from tests.conftest import HELLO, RealDlls
+from tests.support.wine import Wine, WineRun
 
 realdata = pytest.mark.realdata  # every test but the parser's
 
-HELLO = REPO / "examples" / "hello" / "hello.exe"
 VERSION_LINE = "ORT version: 1.19.2"
 VC_RUNTIME = ("msvcp140.dll", "msvcp140_1.dll", "vcruntime140.dll", "vcruntime140_1.dll")
 CUDA_PROVIDER = "onnxruntime_providers_cuda.dll"

@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bundler.profiles import available_profiles, load_profile  # noqa: E402
-from tests.wine import Wine  # noqa: E402
+from tests.support.wine import Wine  # noqa: E402
 
 HELLO = REPO / "examples" / "hello" / "hello.exe"
 PROVIDER = "onnxruntime_providers_cuda.dll"

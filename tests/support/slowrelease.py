@@ -20,8 +20,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.httpserver import Handler, HttpServer
-from tests.pefactory import PESpec, build_pe
+from tests.support.httpserver import Handler, HttpServer
+from tests.support.pefactory import PESpec, build_pe
 
 NAME = "onnxruntime-slow-1.0.zip"
 PATH = f"/dl/{NAME}"

@@ -1,7 +1,8 @@
 """Inno Setup under Wine: compile a script with the real ISCC.exe, install the setup silently,
 run the installed program. The ground truth for "does the generated installer work?".
 
-`InnoSetup` is a `tests.wine.Wine` prefix made for installers (`inno` is the session fixture):
+`InnoSetup` is a `tests.support.wine.Wine` prefix made for installers (`inno` is the session
+fixture):
 
 - WoW64 (WINEARCH=win64 with wine32): ISCC.exe and setup.exe are 32-bit programs, and a setup
   with `ArchitecturesInstallIn64BitMode=x64compatible` refuses to run unless Windows is 64-bit;
@@ -35,7 +36,7 @@ from pathlib import Path, PureWindowsPath
 import pytest
 
 from tests.conftest import REPO, require, test_cache_dir
-from tests.wine import SERVER_TIMEOUT, Wine, require_wine
+from tests.support.wine import SERVER_TIMEOUT, Wine, require_wine
 
 ISCC_VERSION = "6.4.1"
 WINDOWS_VERSION = "win10"
