@@ -189,6 +189,8 @@ def loader_view(report: AuditReport, gone: set[str]) -> set[str]:
     absent DLL's recorded imports is beyond any loader: an absent DLL's imports are never
     looked for."""
     reported = lower(f.files[0] for f in report.findings if f.code == "BA101" and not f.inferred)
+    if "onnxruntime.dll" in reported:  # the app's only import: the loader looks no further
+        return {"onnxruntime.dll"}
     if reported & AT_START:
         return reported & AT_START
     if PROVIDER in gone:
