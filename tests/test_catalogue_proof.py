@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -49,12 +48,11 @@ def bundle(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def catalogue_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """One cache for this module's builds (the wheels come through pip from the test cache);
-    its extracted trees go when the module is done."""
-    folder = tmp_path_factory.mktemp("catalogue-cache")
-    yield folder
-    subprocess.run(["rm", "-rf", str(folder)], check=False)
+def catalogue_cache(gpu_cache: Path) -> Path:
+    """The session's GPU cache (content-addressed): the releases here share its CUDA 12.4 set
+    and add only what they pin besides, which keeps the suite's disk peak down (the wheels
+    come through pip from the test cache)."""
+    return gpu_cache
 
 
 # --- the CUDA 13 trap ------------------------------------------------------------------------
