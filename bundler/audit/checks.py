@@ -11,7 +11,7 @@ from bundler.acquire.cache import file_sha256
 from bundler.audit.report import Audited, CheckFunction, is_pe_name
 from bundler.findings import Finding, finding
 from bundler.pe import format_version
-from bundler.plan import EDGE_LABELS, Edge, EdgeKind, Plan, Status
+from bundler.plan import EDGE_LABELS, Edge, EdgeKind, Status
 from bundler.profiles import (
     dll_key,
     is_pattern,
@@ -41,9 +41,10 @@ CUDNN = "cudnn"
 TIME_TOLERANCE_NS = 2_000_000_000  # FAT and zip keep times to 2 s
 
 
-def chains(plan: Plan, key: str) -> tuple[str, ...]:
+def chains(audited: Audited, key: str) -> tuple[str, ...]:
     """Every chain from a root (an exe, or a DLL loaded at run time) to `key`, as text."""
-    return tuple(plan.chain_text(chain, key) for chain in plan.chains_to(key))
+    plan = audited.plan
+    return tuple(plan.chain_text(chain, key) for chain in audited.chains_to(key))
 
 
 def needed_by(
@@ -64,7 +65,7 @@ def inferred(audited: Audited, key: str) -> tuple[tuple[str, ...], tuple[str, ..
     """(the records a need of `key` rests on, one detail line saying so) when every chain to
     it passes a record (an absent DLL's import table, a pattern's recorded file name); the
     folder alone then cannot show the need. ((), ()) when some chain is all in the folder."""
-    chains = audited.plan.chains_to(key)
+    chains = audited.chains_to(key)
     if not chains or not all(any(edge.inferred for edge in chain) for chain in chains):
         return (), ()
     origins = tuple(sorted({edge.inferred for c in chains for edge in c if edge.inferred}))
@@ -102,7 +103,7 @@ def missing_at_start(audited: Audited) -> Iterator[Finding]:
             )
             message = f"{item.name} is missing: {how}"
             origins, note = inferred(audited, item.key)
-            details = (*note, *chains(audited.plan, item.key))
+            details = (*note, *chains(audited, item.key))
             yield finding("BA101", (item.name,), message, details, origins)
 
 
@@ -123,7 +124,7 @@ def missing_later(audited: Audited) -> Iterator[Finding]:
                 f"that loads it fails; needed by {users}"
             )
             origins, note = inferred(audited, item.key)
-            details = (*note, *chains(audited.plan, item.key))
+            details = (*note, *chains(audited, item.key))
             yield finding("BA102", (item.name,), message, details, origins)
 
 

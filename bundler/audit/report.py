@@ -15,7 +15,7 @@ from bundler.errors import ExitCode, InputFileError
 from bundler.findings import Finding, Severity
 from bundler.lock import Lock, LockedFile
 from bundler.pe import PEInfo, is_pe_candidate, read_pe
-from bundler.plan import Plan, Status
+from bundler.plan import Edge, Plan, Status
 from bundler.profiles import (
     Profile,
     dll_key,
@@ -87,6 +87,17 @@ class Audited:
     def name(self, key: str) -> str:
         item = self.plan.file(key)
         return item.name if item else key
+
+    def chains_to(self, key: str) -> list[list[Edge]]:
+        """The Plan's chains to `key`, walked once per audit: a missing DLL's finding, its
+        inference note and its restore entry all read them."""
+        if key not in self._chains:
+            self._chains[key] = self.plan.chains_to(key)
+        return self._chains[key]
+
+    @cached_property
+    def _chains(self) -> dict[str, list[list[Edge]]]:
+        return {}
 
     @cached_property
     def locked(self) -> dict[str, LockedFile]:
