@@ -65,14 +65,12 @@ def _names(plan: Plan, keys: Iterable[str | None]) -> tuple[str, ...]:
 
 def require_fit(plan: Plan, profile: Profile) -> None:
     """BuildMismatchError naming the import that proves a pin of another version."""
-    wrong = [item for item in misfits(plan, profile) if item.pinned_instead]
-    if wrong:
-        raise BuildMismatchError(
-            f"profile {profile.name} does not fit its ORT build: "
-            + "; ".join(item.text() for item in wrong)
-            + ". Use a profile for the CUDA major the DLLs import (bundle profiles new --ort "
-            "VERSION --flavour gpu-cudaN); nothing was written."
-        )
+    _refuse(
+        [item for item in misfits(plan, profile) if item.pinned_instead],
+        f"profile {profile.name} does not fit its ORT build",
+        "Use a profile for the CUDA major the DLLs import (bundle profiles new --ort VERSION "
+        "--flavour gpu-cudaN); nothing was written.",
+    )
 
 
 def _pinned_names(plan: Plan, profile: Profile) -> dict[str, tuple[str, str]]:
@@ -109,12 +107,14 @@ def _name(plan: Plan, key: str) -> str:
 def require_resolved(plan: Plan, profile: Profile, what: str) -> None:
     """Every name of the closure resolves (pinned, system or driver): `profiles new` checks
     its result before writing it, naming what it does not know."""
-    problems = misfits(plan, profile)
+    _refuse(
+        misfits(plan, profile),
+        f"{what} does not resolve against its pinned DLLs and the Windows system list",
+        "Nothing was written. A Windows DLL needs a row in manifests/windows/system.toml (with "
+        "the first Windows version that has it); a vendor DLL, a component set that provides it.",
+    )
+
+
+def _refuse(problems: list[Misfit], head: str, remedy: str) -> None:
     if problems:
-        raise BuildMismatchError(
-            f"{what} does not resolve against its pinned DLLs and the Windows system list: "
-            + "; ".join(item.text() for item in problems)
-            + ". Nothing was written. A Windows DLL needs a row in manifests/windows/system.toml "
-            "(with the first Windows version that has it); a vendor DLL, a component set that "
-            "provides it."
-        )
+        raise BuildMismatchError(f"{head}: {'; '.join(item.text() for item in problems)}. {remedy}")

@@ -55,6 +55,9 @@ class PayloadFile:
 
 @dataclass(frozen=True)
 class Lock:
+    """bundle.lock.json: every file a build wrote with its hash and origin, and what the target
+    machine must provide (driver, VC++ runtime). `bundle build --locked` and `audit` read it."""
+
     profile: str
     architecture: str
     vc_runtime: str

@@ -86,6 +86,9 @@ class Finding:
 
 @dataclass(frozen=True)
 class Plan:
+    """The one document build, audit, render and --json come from: the closure of the roots,
+    each file's status and the edges that explain why it is there."""
+
     profile: str
     architecture: str
     min_windows: str

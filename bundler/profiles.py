@@ -150,6 +150,9 @@ class GpuDriver:
 
 @dataclass(frozen=True)
 class Profile:
+    """A target: the pinned artifacts, the roots, the rules for what no import table shows,
+    and the Windows, driver and VC++ floors (manifests/profiles/*.toml)."""
+
     name: str
     description: str
     architecture: str

@@ -39,7 +39,7 @@ if hasattr(typer.core, "HAS_RICH"):
 elif hasattr(typer.core, "rich"):
     typer.core.rich = None
 
-from bundler.cli.commands import app  # noqa: E402
+from bundler.cli.commands import command  # noqa: E402
 
 USAGE_MD = REPO / "docs" / "usage.md"
 HEADER = """\
@@ -54,7 +54,7 @@ differs from the CLI's help).
 def helps() -> Iterator[tuple[str, str]]:
     """(command path, help text) of the root command and every (sub-)command, depth first, in
     the order the CLI lists them."""
-    root = typer.main.get_command(app)
+    root = command()
 
     def walk(command: Any, path: tuple[str, ...], parent: Any) -> Iterator[tuple[str, str]]:
         ctx = command.context_class(

@@ -148,6 +148,13 @@ class CacheEntry:
 
 
 class Cache:
+    """The content-addressed download cache under `root`."""
+
+    @classmethod
+    def chosen(cls) -> Cache:
+        """The cache this run uses: --cache-dir, else $BUNDLE_CACHE_DIR, else the user cache."""
+        return cls(default_cache_dir())
+
     def __init__(self, root: Path) -> None:
         self.root = root
         self.blobs = root / "blobs" / "sha256"

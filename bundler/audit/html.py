@@ -164,14 +164,16 @@ def _count_text(number: int, severity: Severity) -> str:
 
 @dataclass(frozen=True)
 class FindingView:
+    """One finding as the HTML report shows it."""
+
     code: str
     name: str
     title: str
     severity: str
     colour: str
     message: str
-    files: tuple[str, ...]
     fix: str
+    files: tuple[str, ...]
     details: tuple[str, ...]
     nodes: str  # graph node keys, "|"-separated (no Windows file name holds "|")
     anchor: str  # the element id: "finding-3", "suppressed-1"

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 
 app = typer.Typer(
-    help="Ship Windows apps that embed ONNX Runtime 1.19.2 with every DLL they need.",
+    help="Ship Windows apps that embed ONNX Runtime (1.19.2 on; CPU, CUDA 12/13, DirectML) with "
+    "every DLL they need.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

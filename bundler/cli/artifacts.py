@@ -46,7 +46,7 @@ def fetch(
 ) -> None:
     """Acquire and verify every artifact of a profile; print what came from where."""
     from bundler.acquire.artifacts import AcquireOptions, acquire_profile, export_archives
-    from bundler.acquire.cache import Cache, default_cache_dir
+    from bundler.acquire.cache import Cache
     from bundler.acquire.download import DownloadPolicy
     from bundler.cli.progress import progress_for
     from bundler.profiles import load_profile
@@ -59,7 +59,7 @@ def fetch(
         search=tuple(search or ()),
         policy=DownloadPolicy(allow_http=allow_http),
     )
-    cache = Cache(cache_dir or default_cache_dir())
+    cache = Cache.chosen()
     acquired = acquire_profile(load_profile(profile), cache, options, progress_for)
     if to is not None:
         export_archives(acquired, cache, to)
@@ -69,9 +69,9 @@ def fetch(
 @cache_app.command("list")
 def cache_list(cache_dir: CacheDirOption = None) -> None:
     """List the verified archives in the cache."""
-    from bundler.acquire.cache import Cache, default_cache_dir
+    from bundler.acquire.cache import Cache
 
-    cache = Cache(cache_dir or default_cache_dir())
+    cache = Cache.chosen()
     typer.echo(views.cache_table(cache.root, cache.entries()))
 
 
@@ -83,8 +83,8 @@ def cache_clean(
     ] = False,
 ) -> None:
     """Remove partial downloads, extracted trees and kept templates (--all: the archives too)."""
-    from bundler.acquire.cache import Cache, default_cache_dir
+    from bundler.acquire.cache import Cache
 
-    cache = Cache(cache_dir or default_cache_dir())
+    cache = Cache.chosen()
     freed = cache.clean(everything)
     typer.echo(f"freed {views.human_size(freed)} in {cache.root}")

@@ -303,7 +303,7 @@ def msbuild(
 
     options = MsbuildOptions(
         profile=profile,
-        cache_dir=cache_dir or default_cache_dir(),
+        cache_dir=default_cache_dir(),
         out=out,
         link=bool(link),
         force=force,

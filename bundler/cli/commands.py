@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import sys
 import traceback
+from inspect import cleandoc
+from typing import Any
 
 import typer
+import typer.main
 
 from bundler.cli import artifacts, audit, build, inspect, profiles  # noqa: F401 (registers commands)
 from bundler.cli.app import _debug, app
 from bundler.errors import BundleError, ExitCode
 
-__all__ = ["app", "main"]
+__all__ = ["app", "command", "main"]
 
 # `bundle --help` lists the commands in this order (the modules register them by topic).
 ORDER = ("deps", "audit", "fetch", "build", "msbuild", "scan")
@@ -29,7 +32,7 @@ def main() -> None:
     notes.set_sink(lambda message: typer.echo(message, err=True))
     try:
         try:
-            app()
+            command()()
         finally:
             if "bundler.cli.progress" in sys.modules:  # imported by commands that draw bars
                 sys.modules["bundler.cli.progress"].stop_all()
@@ -44,3 +47,33 @@ def main() -> None:
         error = traceback.format_exc(limit=-1).strip().splitlines()[-1]
         typer.echo(f"internal error: {error}; rerun with --debug and report it.", err=True)
         sys.exit(ExitCode.INTERNAL)
+
+
+def command() -> Any:
+    """The click command tree, its help written as paragraphs: a docstring's line breaks are
+    only where its source wraps, so each paragraph becomes one line for the help formatter
+    (rich or plain) to wrap at the terminal's width. A paragraph starting with \\b keeps its
+    lines, as click documents."""
+    root = typer.main.get_command(app)
+    _unwrap(root)
+    return root
+
+
+def _unwrap(command: Any) -> None:
+    for attribute in ("help", "short_help"):
+        if getattr(command, attribute, None):
+            setattr(command, attribute, paragraphs(getattr(command, attribute)))
+    for param in command.params:
+        if getattr(param, "help", None):
+            param.help = paragraphs(param.help)
+    for sub in getattr(command, "commands", {}).values():
+        _unwrap(sub)
+
+
+def paragraphs(text: str) -> str:
+    """`text` with each paragraph (blank-line separated) joined into one line."""
+    blocks = cleandoc(text).split("\n\n")
+    return "\n\n".join(
+        block if block.startswith("\b") else " ".join(map(str.strip, block.split("\n")))
+        for block in blocks
+    )

@@ -67,7 +67,7 @@ def profiles_check(
 ) -> None:
     """Scan a profile's DLLs and compare what they load at run time with its rules."""
     from bundler.acquire.artifacts import AcquireOptions, acquire_profile, dll_search_path
-    from bundler.acquire.cache import Cache, default_cache_dir
+    from bundler.acquire.cache import Cache
     from bundler.cli.progress import progress_for
     from bundler.fit import require_resolved
     from bundler.profiles import load_profile
@@ -80,7 +80,7 @@ def profiles_check(
     options = AcquireOptions(
         mode=source, mirrors=tuple(mirror or ()), offline=offline, search=tuple(search or ())
     )
-    cache = Cache(cache_dir or default_cache_dir())
+    cache = Cache.chosen()
     acquired = acquire_profile(profile, cache, options, progress_for)
     provides = [entry for artifact in profile.artifacts for entry in artifact.provides]
     folders = dll_search_path(acquired)
@@ -137,7 +137,7 @@ def profiles_new(
 ) -> None:
     """Derive a profile for an ORT release from its wheels: pins, DLLs, roots, rules."""
     from bundler.acquire.artifacts import AcquireOptions
-    from bundler.acquire.cache import Cache, default_cache_dir
+    from bundler.acquire.cache import Cache
     from bundler.acquire.download import DownloadPolicy
     from bundler.cli.progress import progress_for
     from bundler.render.engine import write_text
@@ -161,7 +161,7 @@ def profiles_new(
         cuda_from_build=auto,
     )
     options = AcquireOptions(mode="pip", policy=request.policy)
-    cache = Cache(cache_dir or default_cache_dir())
+    cache = Cache.chosen()
     derived = derive_profile(request, cache, options, progress_for)
     if out is None:
         typer.echo(derived.text, nl=False)

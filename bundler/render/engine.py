@@ -48,17 +48,19 @@ def inno_literal(value: object) -> str:
     return _plain(value, "Inno Setup value").replace('"', '""')
 
 
+def _without(text: str, refused: str, problem: str, remedy: str) -> str:
+    """`text` unchanged, or ConfigError naming the refused characters it holds."""
+    bad = sorted(set(text) & set(refused))
+    if bad:
+        raise ConfigError(f"{text!r} {problem} (it contains {' '.join(bad)}); {remedy}.")
+    return text
+
+
 def inno_source(value: object) -> str:
     """A [Files] Source path: a Windows file name cannot hold `"<>|?*:` (ISCC refuses a quote,
     and `*?` would be wildcards), so such a name is refused rather than escaped."""
     text = _plain(value, "file name")
-    bad = sorted(set(text) & set('"<>|?*:'))
-    if bad:
-        raise ConfigError(
-            f"{text!r} is not a valid Windows file name (it contains {' '.join(bad)}); "
-            "rename the file."
-        )
-    return text
+    return _without(text, '"<>|?*:', "is not a valid Windows file name", "rename the file")
 
 
 def inno_const(value: object) -> str:
@@ -273,13 +275,12 @@ def cmd_call_quoted(value: object) -> str:
     caret, quoted or not, which nothing undoes inside quotes; Wine's CALL does neither. No
     spelling works for both, so % and ^ are refused instead of being escaped."""
     text = _cmd_value(value, "CALL argument")
-    bad = sorted(set(text) & set("%^"))
-    if bad:
-        raise ConfigError(
-            f"{text!r} contains {' '.join(bad)}, which cmd's CALL does not pass through "
-            "unchanged; rename the folder, or edit the command by hand."
-        )
-    return text
+    return _without(
+        text,
+        "%^",
+        "holds characters that cmd's CALL does not pass through unchanged",
+        "rename the folder, or edit the command by hand",
+    )
 
 
 FILTERS.update({"cmd_quoted": cmd_quoted, "cmd_text": cmd_text, "cmd_call_quoted": cmd_call_quoted})

@@ -42,6 +42,8 @@ class PostbuildSettings:
 
 @dataclass(frozen=True)
 class PostbuildResult:
+    """What write_postbuild wrote, and how many DLLs and licence files the script copies."""
+
     script: Path
     event: Path
     dlls: int

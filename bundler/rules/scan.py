@@ -26,7 +26,7 @@ from __future__ import annotations
 import mmap
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -77,12 +77,7 @@ class Evidence:
     standalone: bool  # the whole string is the name (not inside a message)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "text": self.text,
-            "offset": self.offset,
-            "encoding": self.encoding,
-            "standalone": self.standalone,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,10 @@ CONFIG_NAME = "bundle.toml"
 
 @dataclass(frozen=True)
 class AppConfig:
+    """An app's bundle.toml: what a bare `bundle build` uses when no flag says otherwise
+    ([build] for the bundle, [render] for the installer and the post-build step; the module
+    docstring has every key)."""
+
     path: Path
     exe: Path | None = None
     profile: str | None = None

@@ -48,16 +48,9 @@ from bundler.render.msbuild import (
 )
 from bundler.render.postbuild import PostbuildResult, PostbuildSettings, write_postbuild
 from bundler.resolve import resolve
+from bundler.ship import placements
 from bundler.ship.deploy import Counters, Deployment, Placement, apply, plan_deployment
-from bundler.ship.placements import (
-    Placed,
-    Source,
-    bundled_placements,
-    licence_placements,
-    locked_files,
-    placement_hashes,
-    require_complete,
-)
+from bundler.ship.placements import Placed, Source
 from bundler.system import load_system_policy
 from bundler.vcruntime import apply_vc_runtime_policy, required_vc_runtime
 
@@ -92,16 +85,16 @@ def lay_out(options: MsbuildOptions, progress: ProgressFactory) -> MsbuildResult
     acquired = acquire_profile(profile, cache, replace(options.acquire, sdk=True), progress)
     plan = closure(profile, acquired)
     placed = [
-        *bundled_placements(plan, BIN_DIR),
+        *placements.bundled_placements(plan, BIN_DIR),
         *sdk_placements(plan, artifact, _acquired(acquired, artifact)),
-        *licence_placements(plan, profile, acquired),
+        *placements.licence_placements(plan, profile, acquired),
     ]
     out = options.out
     previous = read_lock(out / LOCK_NAME)
     sizes = {item.name: item.size for item in previous.files} if previous else {}
     deployment = plan_deployment([p for p, _ in placed], out, sizes, options.link, options.force)
     counters = Counters()
-    hashes = placement_hashes(placed, out, previous, cache, counters)
+    hashes = placements.placement_hashes(placed, out, previous, cache, counters)
     lock = folder_lock(plan, profile, placed, hashes)
     size = deployment.bytes_to_write
     apply(deployment, counters, progress(f"laying out {out}", size) if size else None)
@@ -131,7 +124,7 @@ def closure(profile: Profile, acquired: Sequence[Acquired]) -> Plan:
     runtime policy: the resolution of `bundle build` without an app."""
     plan = resolve([], profile, load_system_policy(), dll_search_path(acquired), unreadable="error")
     plan = apply_vc_runtime_policy(attach_provenance(plan, acquired), profile.vc_runtime)
-    require_complete(plan)
+    placements.require_complete(plan)
     return plan
 
 
@@ -195,7 +188,7 @@ def folder_lock(
         plan.profile,
         plan.architecture,
         profile.vc_runtime,
-        locked_files(plan, placed, hashes),
+        placements.locked_files(plan, placed, hashes),
         tuple(sorted(item.name for item in plan.with_status(Status.DRIVER))),
         min_windows=plan.min_windows,
         vc_runtime_min=required_vc_runtime(plan),

@@ -164,17 +164,7 @@ def _artifacts(
     """The packages whose wheels hold a DLL of the closure, as the profile's artifacts."""
     return [
         DerivedArtifact(
-            name=package.artifact,
-            version=package.version,
-            supplier=package.supplier,
-            license=package.license,
-            licenses=package.licenses,
-            pin=pin,
-            members=members[package.artifact],
-            local=package.local,
-            vc_runtime=package.vc_runtime,
-            why=package.why,
-            signed=_signed(package.artifact, facts, infos),
+            package, pin, members[package.artifact], _signed(package.artifact, facts, infos)
         )
         for package, pin in zip(release.packages, release.pins, strict=True)
         if package.artifact in facts.owners.values()
@@ -200,14 +190,7 @@ def _signed(artifact: str, facts: Facts, infos: dict[str, PEInfo]) -> bool:
 
 def _front(request: NewProfile) -> Package:
     ort = request.flavour.ort
-    return Package(
-        artifact=ort.artifact,
-        package=ort.package,
-        version=request.ort,
-        supplier=ort.supplier,
-        license=ort.license,
-        licenses=ort.licenses,
-    )
+    return Package(ort.artifact, ort.package, request.ort, ort.supplier, ort.license, ort.licenses)
 
 
 def _pin(request: NewProfile, package: Package) -> WheelPin:

@@ -39,13 +39,18 @@ class BuildInfo:
 
     @property
     def cuda_minor(self) -> tuple[int, int] | None:
-        parts = self.cuda_version.split(".")
-        if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
-            return int(parts[0]), int(parts[1])
-        return None
+        return major_minor(self.cuda_version)
 
     def source(self) -> str:
         return f"{self.wheel}: {VERSION_INFO}"
+
+
+def major_minor(version: str) -> tuple[int, int] | None:
+    """(12, 4) for "12.4" or "12.4.1"; None when the text does not start with two numbers."""
+    parts = version.split(".")
+    if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+        return int(parts[0]), int(parts[1])
+    return None
 
 
 def read_build_info(wheel: Path, name: str | None = None) -> BuildInfo:

@@ -21,7 +21,7 @@ from bundler import resources
 from bundler.errors import BuildMismatchError, ProfileError
 from bundler.manifest import Table, load_toml
 from bundler.profiles import ARCHITECTURES, VC_RUNTIME_MODES, GpuDriver
-from bundler.rules.derive.build_info import BuildInfo
+from bundler.rules.derive.build_info import BuildInfo, major_minor
 
 _CU_SUFFIX = re.compile(r"-cu(\d+)$")
 
@@ -62,10 +62,7 @@ class ComponentSet:
 
     @property
     def cuda_minor(self) -> tuple[int, int] | None:
-        parts = self.cuda.split(".")
-        if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
-            return int(parts[0]), int(parts[1])
-        return None
+        return major_minor(self.cuda)
 
     def cuda_suffix_majors(self) -> set[int]:
         """The CUDA majors named by `-cuNN` package names (nvidia-cudnn-cu13: 13)."""

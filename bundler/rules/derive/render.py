@@ -13,22 +13,17 @@ from dataclasses import dataclass
 from bundler.profiles import RecordedFile, dll_key
 from bundler.rules.derive.build_info import BuildInfo
 from bundler.rules.derive.facts import Facts, Load, Windows, as_pattern
-from bundler.rules.derive.flavours import ComponentSet, Flavour, LocalInstall
+from bundler.rules.derive.flavours import ComponentSet, Flavour, LocalInstall, Package
 from bundler.rules.derive.index import WheelPin
 
 
 @dataclass(frozen=True)
 class DerivedArtifact:
-    name: str
-    version: str
-    supplier: str
-    license: str
-    licenses: tuple[str, ...]
+    """A package of the component set that provides a DLL of the closure, with its pin."""
+
+    package: Package
     pin: WheelPin
     members: dict[str, str]  # key -> the DLL's path inside the wheel
-    local: tuple[LocalInstall, ...]
-    vc_runtime: bool
-    why: str
     signed: bool = False  # every DLL it provides carries an Authenticode certificate table
 
 
@@ -189,16 +184,17 @@ def _patterned(loads: Iterable[Load], patterns: Sequence[str]) -> list[tuple[str
 
 
 def _artifact(artifact: DerivedArtifact, facts: Facts, flavour: Flavour) -> list[str]:
-    provided = [name for name in facts.closure if facts.owners[dll_key(name)] == artifact.name]
+    package = artifact.package
+    provided = [name for name in facts.closure if facts.owners[dll_key(name)] == package.artifact]
     pin = artifact.pin
     size = f", {pin.size} bytes" if pin.size is not None else ""
     out = [
         "",
         "[[artifacts]]",
-        f"name = {q(artifact.name)}",
-        f"version = {q(artifact.version)}  # {artifact.why or 'the ORT release asked for'}",
-        f"supplier = {q(artifact.supplier)}  # flavour {flavour.name}",
-        f"license = {q(artifact.license)}  # flavour {flavour.name}",
+        f"name = {q(package.artifact)}",
+        f"version = {q(package.version)}  # {package.why or 'the ORT release asked for'}",
+        f"supplier = {q(package.supplier)}  # flavour {flavour.name}",
+        f"license = {q(package.license)}  # flavour {flavour.name}",
         *(
             [
                 "signed = true  # every DLL it provides carries an Authenticode signature in "
@@ -217,7 +213,7 @@ def _artifact(artifact: DerivedArtifact, facts: Facts, flavour: Flavour) -> list
             out.append(f"    {q(shown)},  # {pin.wheel}: {artifact.members[dll_key(name)]}")
     out += [
         "]",
-        f"licenses = [{', '.join(map(q, artifact.licenses))}]  # flavour {flavour.name}",
+        f"licenses = [{', '.join(map(q, package.licenses))}]  # flavour {flavour.name}",
         "",
         "[[artifacts.sources]]",
         'kind = "pip"',
@@ -226,7 +222,7 @@ def _artifact(artifact: DerivedArtifact, facts: Facts, flavour: Flavour) -> list
         f"wheel = {q(pin.wheel)}  # {pin.page}{size}",
         f"sha256 = {q(pin.sha256)}  # {pin.page}, verified by download",
     ]
-    for local in artifact.local:
+    for local in package.local:
         out += _local(local, artifact, facts)
     return out
 
@@ -242,7 +238,7 @@ def _local(local: LocalInstall, artifact: DerivedArtifact, facts: Facts) -> list
     if local.why:
         out.append(f"# flavour: {local.why}")
     minimum = local.min_file_version
-    if artifact.vc_runtime and facts.floor is not None:
+    if artifact.package.vc_runtime and facts.floor is not None:
         major, minor = facts.floor.version
         minimum = f"{major}.{minor}.0.0"
         out.append(
