@@ -34,6 +34,7 @@ class ExitCode(IntEnum):
     NO_LOADER = 19  # bundle audit --run: no Windows loader here (neither Windows nor Wine)
     BUSY = 20  # another bundle process held a lock longer than $BUNDLE_LOCK_TIMEOUT
     BUILD_MISMATCH = 21  # a profile or flavour does not fit the ORT build (CUDA major, imports)
+    DOCTOR_DATA = 22  # bundle-doctor.exe: its data file is missing, truncated or edited
 
 
 class BundleError(Exception):

@@ -245,9 +245,81 @@ _CHECKS = (
         "An unsigned DLL under a name whose vendor signs it (the profile's pinned build is signed)",
         "replace {file} with the vendor's signed build from the profile's pinned source",
     ),
+    Check(
+        "BA701",
+        "gpu-unserved",
+        Severity.ERROR,
+        "A GPU the bundle targets (or the machine has) for which a DLL carries neither SASS "
+        "for its compute capability nor PTX the driver can compile for it",
+        "use an ORT build whose CUDA code covers {gpu} (bundle audit lists what each DLL carries), "
+        "or drop {gpu} from the targets",
+    ),
+    Check(
+        "BA702",
+        "gpu-jit-only",
+        Severity.WARNING,
+        "A GPU the bundle serves only through PTX compiled by the driver at first use (a slow "
+        "first start; the driver's JIT cache keeps the result)",
+        "expect a slow first start on {gpu}; raise CUDA_CACHE_MAXSIZE if the JIT cache is evicted, "
+        "or use an ORT build with SASS for {gpu}",
+    ),
+    Check(
+        "BA801",
+        "no-driver",
+        Severity.ERROR,
+        "No NVIDIA driver: nvcuda.dll is not installed (bundle-doctor on the target)",
+        "install an NVIDIA driver of version {min_version} or newer",
+    ),
+    Check(
+        "BA802",
+        "driver-too-old",
+        Severity.ERROR,
+        "The NVIDIA driver is older than the bundle's CUDA release needs (bundle-doctor)",
+        "update the NVIDIA driver to {min_version} or newer",
+    ),
+    Check(
+        "BA803",
+        "no-gpu",
+        Severity.ERROR,
+        "The NVIDIA driver reports no usable GPU (bundle-doctor)",
+        "check the GPU in Device Manager; the app can only use the CPU here",
+    ),
+    Check(
+        "BA804",
+        "shadowed-dll",
+        Severity.WARNING,
+        "A DLL of the bundle also exists in System32, KnownDLLs or on PATH in another version "
+        "(bundle-doctor)",
+        "remove or update the other copy of {file}, or check that the app loads its own",
+    ),
+    Check(
+        "BA805",
+        "target-vc-runtime-too-old",
+        Severity.ERROR,
+        "The VC++ runtime on the target is older than the bundle's binaries need (bundle-doctor)",
+        "install the current VC++ redistributable (vc_redist.x64.exe)",
+    ),
+    Check(
+        "BA806",
+        "load-failed",
+        Severity.ERROR,
+        "A DLL of the bundle fails to load by its full path on the target (bundle-doctor)",
+        "restore the file the message names (bundle build puts it back), then run the doctor again",
+    ),
+    Check(
+        "BA807",
+        "ort-version-mismatch",
+        Severity.ERROR,
+        "The ONNX Runtime that loads is not the release the bundle was built with (bundle-doctor)",
+        "remove the other onnxruntime.dll the message names, or restore the bundle's copy",
+    ),
 )
 
 CATALOGUE: dict[str, Check] = {check.code: check for check in _CHECKS}
+
+
+# Found only on the target machine, by bundle-doctor.exe (doctor/): no check in bundle audit.
+DOCTOR_CODES = ("BA801", "BA802", "BA803", "BA804", "BA805", "BA806", "BA807")
 
 
 def finding(

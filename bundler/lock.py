@@ -20,6 +20,8 @@ from bundler.errors import OutputError, PlanFormatError
 from bundler.profiles import GpuDriver
 
 LOCK_NAME = "bundle.lock.json"
+DOCTOR_EXE = "bundle-doctor.exe"
+DOCTOR_DATA = "bundle-doctor.dat"  # rendered from the lock (bundler/render/doctor.py)
 SCHEMA_VERSION = 1
 # What must be equal for --locked: identity and content, not where a mirror served it from.
 _COMPARED = ("kind", "sha256", "size", "artifact", "archive_sha256", "member")
@@ -42,6 +44,10 @@ class LockedFile:
     imports: tuple[str, ...] | None = None
     delay_imports: tuple[str, ...] | None = None
     mtime_ns: int | None = None  # the placed file's modification time, for the audit's cheap check
+    # The CUDA code in a bundled DLL's fat binaries (bundler/fatbin.py): SASS architectures and
+    # PTX targets, e.g. ("sm_80", "sm_90a"); () for none. None: not read (a lock written before).
+    sass: tuple[str, ...] | None = None
+    ptx: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,10 @@ class Lock:
     min_windows: str | None = None
     vc_runtime_min: str | None = None  # newest MSVC linker among the runtime's users, "14.40"
     gpu_driver: GpuDriver | None = None
+    ort_version: str | None = None  # the ORT release the profile pins (the doctor compares it)
+    gpus: tuple[str, ...] = ()  # target GPUs the profile or bundle.toml declares, e.g. "sm_86"
+    loads: tuple[str, ...] = ()  # what ORT loads by path at run time, in load order (the doctor)
+    doctor: bool = False  # bundle-doctor.exe and its data file ship with the bundle
     tool_version: str = __version__
     schema_version: int = SCHEMA_VERSION
 
@@ -82,6 +92,8 @@ class Lock:
         if self.app and self.app not in entries:
             entries[self.app] = PayloadFile(self.app, "app", None)
         entries[LOCK_NAME] = PayloadFile(LOCK_NAME, "lock", None)
+        if self.doctor:
+            entries[DOCTOR_DATA] = PayloadFile(DOCTOR_DATA, "doctor-data", None)
         return sorted(entries.values(), key=lambda entry: entry.name)
 
     def to_json(self) -> str:
@@ -174,6 +186,10 @@ def _lock(path: Path, data: dict[str, Any]) -> Lock:
             min_windows=data.get("min_windows"),
             vc_runtime_min=data.get("vc_runtime_min"),
             gpu_driver=GpuDriver(**data["gpu_driver"]) if data.get("gpu_driver") else None,
+            ort_version=data.get("ort_version"),
+            gpus=tuple(data.get("gpus", ())),
+            loads=tuple(data.get("loads", ())),
+            doctor=bool(data.get("doctor", False)),
             tool_version=data.get("tool_version", "?"),
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -182,10 +198,11 @@ def _lock(path: Path, data: dict[str, Any]) -> Lock:
         ) from None
 
 
+_LIST_KEYS = ("imports", "delay_imports", "sass", "ptx")
+
+
 def _locked_file(item: dict[str, Any]) -> LockedFile:
-    lists = {
-        key: tuple(item[key]) for key in ("imports", "delay_imports") if item.get(key) is not None
-    }
+    lists = {key: tuple(item[key]) for key in _LIST_KEYS if item.get(key) is not None}
     return LockedFile(**{**item, **lists})
 
 

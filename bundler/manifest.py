@@ -70,6 +70,8 @@ class Table:
 
     def strings(self, key: str, default: Any = ...) -> tuple[str, ...]:
         values = self._take(key, list, default)
+        if values is None:
+            return default  # type: ignore[no-any-return]
         if not all(isinstance(item, str) for item in values):
             raise self._fail(key, "must be a list of strings")
         return tuple(values)

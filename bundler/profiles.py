@@ -167,6 +167,7 @@ class Profile:
     scan_exceptions: tuple[ScanException, ...] = ()
     signatures: str = "off"  # "verify": build checks the signed artifacts' signatures
     files: tuple[RecordedFile, ...] = ()  # the pinned DLLs' recorded import tables
+    gpus: tuple[str, ...] = ()  # target GPUs, e.g. ("sm_86", "sm_120"): audit checks the code
 
     def recorded(self, name: str) -> RecordedFile | None:
         key = dll_key(name)
@@ -247,6 +248,7 @@ def load_profile_file(path: Path) -> Profile:
         signatures=_choice(table, "signatures", SIGNATURE_MODES, "off"),
         scan_exceptions=tuple(_exception(item) for item in table.tables("scan_exceptions", [])),
         files=tuple(_recorded(item) for item in table.tables("files", [])),
+        gpus=table.strings("gpus", ()),
     )
     table.done()
     _check_recorded(profile, table.where)

@@ -36,3 +36,9 @@ def profiles_dir() -> Path:
 
 def system_policy_file() -> Path:
     return manifests_dir() / "windows" / "system.toml"
+
+
+def doctor_exe() -> Path:
+    """bundle-doctor.exe, prebuilt from doctor/ (doctor/build.sh; CI rebuilds it and requires
+    the same bytes). It ships inside the package, as pip ships its launcher exes."""
+    return _PACKAGE / "data" / "bundle-doctor.exe"

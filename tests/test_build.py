@@ -23,13 +23,20 @@ from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 
 from bundler.lock import read_lock, write_lock
+from bundler.resources import doctor_exe
 from tests.conftest import CPU, HELLO, hello_cpu, pip_env, run_bundle
 from tests.support.pefactory import PESpec, write_pe
 from tests.support.wine import Wine
 
 CUDA_PROVIDER = "onnxruntime_providers_cuda.dll"
 # Views of the lock written beside it; not payload, so not in the lock.
-GENERATED = ("bundle.lock.json", "setup.iss", "postbuild.cmd", "postbuild.event.xml")
+GENERATED = (
+    "bundle.lock.json",
+    "bundle-doctor.dat",
+    "setup.iss",
+    "postbuild.cmd",
+    "postbuild.event.xml",
+)
 
 
 def build(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -147,6 +154,47 @@ def test_lock_file_describes_every_file(gpu_bundle: Path) -> None:
     assert "licenses/onnxruntime/ThirdPartyNotices.txt" in licences
     assert "licenses/cudnn/License.txt" in licences
     assert "licenses/cublas/License.txt" in licences
+
+
+@pytest.mark.realdata
+def test_the_bundle_carries_the_doctor_and_the_gpu_code_of_its_dlls(gpu_bundle: Path) -> None:
+    """bundle-doctor.exe is a locked file of its own kind, bundle-doctor.dat a view of the lock,
+    and the lock records each DLL's CUDA code: ORT 1.19.2's provider has SASS and PTX for
+    sm_52 60 61 70 75 80 (measured with cuobjdump, docs/field-notes.md#gpu-code)."""
+    lock = json.loads((gpu_bundle / "bundle.lock.json").read_text())
+    files = {item["name"]: item for item in lock["files"]}
+    assert files["bundle-doctor.exe"]["kind"] == "doctor"
+    assert (gpu_bundle / "bundle-doctor.exe").read_bytes() == doctor_exe().read_bytes()
+    assert lock["doctor"] is True and lock["ort_version"] == "1.19.2"
+    six = ["sm_52", "sm_60", "sm_61", "sm_70", "sm_75", "sm_80"]
+    provider = files["onnxruntime_providers_cuda.dll"]
+    assert provider["sass"] == six and provider["ptx"] == six
+    assert files["onnxruntime.dll"]["sass"] == []  # read, and no fat binary in it
+    assert (
+        lock["loads"][:3]
+        == [
+            "onnxruntime.dll",
+            "onnxruntime_providers_shared.dll",
+            "onnxruntime_providers_cuda.dll",
+        ]
+        or lock["loads"][0] == "onnxruntime.dll"
+    )
+    assert "cudnn_ops64_9.dll" in lock["loads"]
+    data = (gpu_bundle / "bundle-doctor.dat").read_text()
+    assert data.startswith("bundle-doctor-data\t1\n")
+    assert f"gpu\tonnxruntime_providers_cuda.dll\t{','.join(six)}\t{','.join(six)}\n" in data
+
+
+def test_no_doctor_ships_neither_file(tmp_path: Path, cpu_cache: Path) -> None:
+    out = tmp_path / "out"
+    result = build(*hello_cpu(out, cpu_cache, "--no-doctor"))
+    assert result.returncode == 0, result.stderr
+    assert not (out / "bundle-doctor.exe").exists() and not (out / "bundle-doctor.dat").exists()
+    lock = json.loads((out / "bundle.lock.json").read_text())
+    assert lock["doctor"] is False and "bundle-doctor.exe" not in {f["name"] for f in lock["files"]}
+    shipped = build(*hello_cpu(tmp_path / "with", cpu_cache))
+    assert shipped.returncode == 0, shipped.stderr
+    assert (tmp_path / "with" / "bundle-doctor.dat").is_file()
 
 
 @pytest.mark.realdata

@@ -33,6 +33,11 @@ def test_wheel_contains_package_data(wheel: Path) -> None:
         assert f"bundler/_data/manifests/profiles/{profile.name}" in names
     assert "bundler/_data/manifests/windows/system.toml" in names
     assert "bundler/_data/templates/README.md" in names
+    assert "bundler/_data/manifests/cuda/gpu_code.toml" in names
+    # bundle-doctor.exe ships prebuilt, as pip ships its launchers: users need no compiler
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = archive.read("bundler/data/bundle-doctor.exe")
+    assert shipped == (REPO / "bundler" / "data" / "bundle-doctor.exe").read_bytes()
 
 
 def test_installed_wheel_runs_outside_the_checkout(wheel: Path, tmp_path: Path) -> None:

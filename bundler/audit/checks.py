@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from bundler.acquire.cache import file_sha256
 from bundler.audit.report import Audited, CheckFunction, is_pe_name
 from bundler.findings import Finding, finding
+from bundler.gpu import target_findings
 from bundler.pe import format_version
 from bundler.plan import EDGE_LABELS, Edge, EdgeKind, Status
 from bundler.profiles import (
@@ -362,6 +363,21 @@ def file_added(audited: Audited) -> Iterator[Finding]:
             yield finding("BA403", (name,), f"{name} is not in the lock file")
 
 
+def _gpu_findings(audited: Audited, code: str) -> Iterator[Finding]:
+    """Declared target GPUs the bundle's CUDA code does not serve natively."""
+    if audited.gpu_targets and audited.gpu_code:
+        found = target_findings(audited.gpu_targets, audited.gpu_code)
+        yield from (item for item in found if item.code == code)
+
+
+def gpu_unserved(audited: Audited) -> Iterator[Finding]:
+    return _gpu_findings(audited, "BA701")
+
+
+def gpu_jit_only(audited: Audited) -> Iterator[Finding]:
+    return _gpu_findings(audited, "BA702")
+
+
 CHECKS: dict[str, CheckFunction] = {
     "BA001": unreadable_files,
     "BA101": missing_at_start,
@@ -383,4 +399,6 @@ CHECKS: dict[str, CheckFunction] = {
     "BA402": file_removed,
     "BA403": file_added,
     "BA404": time_changed,
+    "BA701": gpu_unserved,
+    "BA702": gpu_jit_only,
 }

@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from bundler import __version__
 from bundler.errors import ExitCode, InputFileError
+from bundler.fatbin import GpuCode, read_gpu_code
 from bundler.findings import Finding, Severity
+from bundler.gpu import coverage, judged
 from bundler.lock import Lock, LockedFile
 from bundler.pe import PEInfo, is_pe_candidate, read_pe
 from bundler.plan import Edge, Plan, Status
@@ -100,6 +102,25 @@ class Audited:
         return {}
 
     @cached_property
+    def gpu_code(self) -> dict[str, GpuCode]:
+        """The CUDA code of the bundle's DLLs: the lock's records, else (a GPU profile, no
+        lock) read from the folder's DLLs."""
+        if self.lock is not None and any(item.sass is not None for item in self.lock.files):
+            return {
+                item.name: GpuCode(item.sass or (), item.ptx or (), 0)
+                for item in self.lock.files
+                if item.sass or item.ptx
+            }
+        if self.profile.gpu_driver is None:
+            return {}
+        found = {name: read_gpu_code(self.folder.path / name) for name in self.folder.pe}
+        return {name: code for name, code in found.items() if code and (code.sass or code.ptx)}
+
+    @property
+    def gpu_targets(self) -> tuple[str, ...]:
+        return self.lock.gpus if self.lock and self.lock.gpus else self.profile.gpus
+
+    @cached_property
     def locked(self) -> dict[str, LockedFile]:
         """The lock's entries by lower-case name (empty without a lock file)."""
         return {dll_key(item.name): item for item in self.lock.files} if self.lock else {}
@@ -140,6 +161,7 @@ class AuditReport:
     signatures: bool = False  # the Authenticode signatures were checked (--signatures)
     verified: bool = False  # every locked file was hashed (--verify, or PATH was the lock)
     restore: tuple[Restore, ...] = ()  # the exact files to put back, with where they come from
+    gpu: dict[str, Any] | None = None  # the compute capabilities its CUDA code serves (gpu_summary)
     tool_version: str = __version__
 
     def count(self, severity: Severity) -> int:
@@ -171,6 +193,7 @@ class AuditReport:
             "load_proof": self.load_proof.to_dict() if self.load_proof else None,
             "signatures_checked": self.signatures,
             "restore": [asdict(item) for item in self.restore],
+            "gpu": self.gpu,
             "plan": plan_summary(self.plan),
         }
 
@@ -187,6 +210,22 @@ def _finding_dict(item: Finding) -> dict[str, Any]:
         "fix": item.fix,
         "details": list(item.details),
         "inferred_from": list(item.inferred),
+    }
+
+
+def gpu_summary(audited: Audited) -> dict[str, Any] | None:
+    """The compute capabilities the bundle serves natively, by PTX JIT only, or not at all, the
+    targets, and each DLL's SASS and PTX; None for a bundle without CUDA code."""
+    code = audited.gpu_code
+    if not code:
+        return None
+    return {
+        **coverage(code),
+        "targets": list(audited.gpu_targets),
+        "not_judged": sorted(set(code) - set(judged(code))),
+        "dlls": {
+            name: {"sass": list(item.sass), "ptx": list(item.ptx)} for name, item in code.items()
+        },
     }
 
 

@@ -35,7 +35,14 @@ from typing import TYPE_CHECKING
 
 from bundler.acquire.extract import unpack_all
 from bundler.audit.checks import CHECKS
-from bundler.audit.report import Audited, AuditReport, FolderFiles, is_pe_name, scan_folder
+from bundler.audit.report import (
+    Audited,
+    AuditReport,
+    FolderFiles,
+    gpu_summary,
+    is_pe_name,
+    scan_folder,
+)
 from bundler.audit.restore import restore_list
 from bundler.audit.suppressions import Suppression, ordered, suppress
 from bundler.errors import ArchiveError, InputFileError
@@ -90,6 +97,7 @@ def audit(
         suppressed,
         verified=hashed,
         restore=restore_list(audited),
+        gpu=gpu_summary(audited),
     )
 
 

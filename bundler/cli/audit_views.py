@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bundler.cli.views import human_size
 from bundler.findings import SEVERITY_ORDER, Finding, Severity
@@ -34,6 +34,7 @@ def audit_table(report: AuditReport) -> str:
         lines += [f"  {item.code}  {item.message}" for item in report.suppressed]
     if report.load_proof is not None:
         lines += ["", *report.load_proof.summary_lines()]
+    lines += _gpu_lines(report.gpu)
     counts = ", ".join(_count(report.count(severity), severity) for severity in SEVERITY_ORDER)
     lines += ["", f"{len(report.findings)} finding(s): {counts}"]
     lines += _restore_lines(report)
@@ -58,6 +59,23 @@ def _restore_lines(report: AuditReport) -> list[str]:
         known = f"; need inferred from {item.known_from}" if item.known_from else ""
         note = f" ({item.note})" if item.note else ""
         lines.append(f"  {item.name}{note}  [{where}{known}]")
+    return lines
+
+
+def _gpu_lines(gpu: dict[str, Any] | None) -> list[str]:
+    """The compute capabilities the bundle's CUDA code serves, as ranges of NVIDIA's list."""
+    if not gpu:
+        return []
+    lines = ["", f"GPU CODE ({len(gpu['dlls'])} DLL(s) with CUDA code)"]
+    for state, label in (
+        ("native", "native (SASS)"),
+        ("jit", "PTX JIT at first use"),
+        ("none", "no code"),
+    ):
+        if gpu[state]:
+            lines.append(f"  {label}: compute capability {' '.join(gpu[state])}")
+    if gpu["targets"]:
+        lines.append(f"  targets: {' '.join(gpu['targets'])}")
     return lines
 
 

@@ -111,6 +111,10 @@ def build(
         Path | None,
         typer.Option("--archive", help="Also pack the bundle into this .zip or .7z file."),
     ] = None,
+    no_doctor: Annotated[
+        bool,
+        typer.Option("--no-doctor", help="Ship no bundle-doctor.exe (the check on the target)."),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Deploy EXE's complete DLL closure next to it (or into --out), with a lock file and an
@@ -162,6 +166,10 @@ def build(
             policy=DownloadPolicy(allow_http=allow_http),
         ),
         options=picked,
+        doctor=bool(
+            picked.pick("doctor", False if no_doctor else None, settings.doctor, None, True)
+        ),
+        gpus=picked.pick("gpus", None, settings.gpus),
     )
     result = run_build(options, progress_for)
     typer.echo(views.build_json(result) if as_json else views.build_report(result))

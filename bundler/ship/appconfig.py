@@ -59,6 +59,8 @@ class AppConfig:
     link: bool | None = None
     sbom: bool | None = None
     archive: Path | None = None
+    gpus: tuple[str, ...] | None = None  # target GPUs (sm_XY), replacing the profile's
+    doctor: bool | None = None  # [render] doctor: ship bundle-doctor.exe (default true)
     iss: Path | bool | None = None  # a path, False for none, None for the default place
     installer: IssSettings = field(default_factory=IssSettings)
     postbuild: PostbuildSettings | None = field(default_factory=PostbuildSettings)  # None: off
@@ -90,6 +92,7 @@ def load_config(path: Path) -> AppConfig:
         link=build.boolean("link", None),
         sbom=build.boolean("sbom", None),
         archive=_path(base, build.string("archive", None)),
+        gpus=build.strings("gpus", None),
     )
     render = root.table("render", None)
     if render is not None:
@@ -98,6 +101,7 @@ def load_config(path: Path) -> AppConfig:
             iss=_iss_place(render, base),
             installer=_installer(render),
             postbuild=_postbuild(render, base),
+            doctor=render.boolean("doctor", None),
         )
         render.done()
     build.done()

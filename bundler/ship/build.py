@@ -23,10 +23,12 @@ from bundler.acquire.cache import Cache
 from bundler.acquire.provenance import attach_provenance
 from bundler.errors import ConfigError, LockMismatchError
 from bundler.fit import require_fit
+from bundler.gpu import parse_target
 from bundler.lock import LOCK_NAME, Lock, differences, read_lock, write_lock
 from bundler.options import Options
 from bundler.plan import Plan, Status
 from bundler.profiles import Profile, load_profile
+from bundler.render.doctor import write_doctor_data
 from bundler.render.iss import ISS_NAME, IssResult, IssSettings, write_iss
 from bundler.render.postbuild import PostbuildResult, PostbuildSettings, write_postbuild
 from bundler.render.sbom import SBOM_NAME, write_sbom
@@ -39,6 +41,7 @@ from bundler.ship.deploy import (
     output_lock,
     plan_deployment,
 )
+from bundler.ship.doctor import doctor_placement, load_order, ort_version, with_gpu_code
 from bundler.ship.placements import (
     Placed,
     Source,
@@ -79,6 +82,8 @@ class BuildOptions:
     postbuild: PostbuildSettings | None = field(default_factory=PostbuildSettings)
     acquire: AcquireOptions = field(default_factory=AcquireOptions)
     options: Options = field(default_factory=Options)  # where each setting came from
+    doctor: bool = True  # ship bundle-doctor.exe and bundle-doctor.dat
+    gpus: tuple[str, ...] | None = None  # target GPUs; None: the profile's
 
     def iss_path(self, out: Path) -> Path | None:
         if self.iss is False:
@@ -112,6 +117,8 @@ def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
             "--vc-runtime installer needs --vc-redist PATH (the vc_redist.x64.exe to ship)."
         )
     options.installer.checked()  # invalid installer settings fail before any work
+    for target in options.gpus if options.gpus is not None else profile.gpus:
+        parse_target(target)  # a misspelt GPU fails before any work
     if options.archive is not None:
         from bundler.ship.archive import archive_format
 
@@ -158,9 +165,8 @@ def _deploy(
         [p for p, _ in placed], out, sizes, options.link, options.force, options.clean
     )
     counters = Counters()
-    lock = _lock(
-        plan, profile, mode, placed, placement_hashes(placed, out, previous, cache, counters)
-    )
+    hashes = placement_hashes(placed, out, previous, cache, counters)
+    lock = with_gpu_code(_lock(plan, profile, mode, placed, hashes, options), placed, previous)
     if options.locked:
         _check_locked(out, previous, lock)
     result = BuildResult(out, plan, lock, deployment, counters, options.dry_run)
@@ -183,6 +189,8 @@ def _write_views(
 ) -> None:
     """The SBOM, setup script, post-build files and archive: views of the written lock."""
     lock = result.lock
+    if lock.doctor:
+        write_doctor_data(lock, out)
     if options.sbom:
         write_sbom(out / SBOM_NAME, lock, profile, app_name)
     script = options.iss_path(out)
@@ -216,6 +224,8 @@ def placements(
     if options.vc_redist is not None and plan.with_status(Status.REDIST):
         size = options.vc_redist.stat().st_size
         placed.append((Placement(VC_REDIST_NAME, options.vc_redist, size), Source("installer")))
+    if options.doctor:
+        placed.append(doctor_placement())
     return placed
 
 
@@ -225,6 +235,7 @@ def _lock(
     mode: str,
     placed: Sequence[Placed],
     hashes: dict[str, str],
+    options: BuildOptions,
 ) -> Lock:
     files = locked_files(plan, placed, hashes)
     drivers = tuple(sorted(item.name for item in plan.with_status(Status.DRIVER)))
@@ -241,6 +252,10 @@ def _lock(
         min_windows=plan.min_windows,
         vc_runtime_min=required_vc_runtime(plan),
         gpu_driver=profile.gpu_driver,
+        ort_version=ort_version(profile),
+        gpus=options.gpus if options.gpus is not None else profile.gpus,
+        loads=load_order(plan) if options.doctor else (),
+        doctor=options.doctor,
     )
 
 

@@ -1,0 +1,74 @@
+"""Decide layer: bundle-doctor.dat, the doctor's view of the lock. bundle-doctor.exe
+(doctor/) reads it on the customer's machine without a JSON parser: one record a line, fields
+split by a tab, the last line the SHA-256 of everything before it, so that a truncated or
+edited file is refused (exit 22) rather than trusted. docs/doctor.md describes the format."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+
+from bundler.fatbin import GpuCode
+from bundler.findings import CATALOGUE, DOCTOR_CODES
+from bundler.gpu import judged
+from bundler.lock import DOCTOR_DATA, Lock
+from bundler.render.engine import write_text
+
+FORMAT = "bundle-doctor-data"
+FORMAT_VERSION = 1
+# What the doctor reports: the lock's file checks, the GPU findings and its own codes.
+DOCTOR_CHECKS = ("BA401", "BA402", "BA701", "BA702", *DOCTOR_CODES)
+
+
+def doctor_data(lock: Lock) -> str:
+    """The whole file, its digest line included."""
+    body = "".join(f"{_field(fields)}\n" for fields in _records(lock))
+    digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
+    return f"{body}end\t{digest}\n"
+
+
+def write_doctor_data(lock: Lock, folder: Path) -> Path:
+    path = folder / DOCTOR_DATA
+    write_text(path, doctor_data(lock))
+    return path
+
+
+def _field(fields: tuple[str, ...]) -> str:
+    for value in fields:
+        if "\t" in value or "\n" in value or "\r" in value:
+            raise ValueError(f"a doctor data field holds a tab or line break: {value!r}")
+    return "\t".join(fields)
+
+
+def _records(lock: Lock) -> Iterator[tuple[str, ...]]:
+    yield FORMAT, str(FORMAT_VERSION)
+    yield "tool", lock.tool_version
+    yield "profile", lock.profile
+    if lock.ort_version:
+        yield "ort", lock.ort_version
+    yield "vc_runtime", lock.vc_runtime, lock.vc_runtime_min or "-"
+    driver = lock.gpu_driver
+    if driver is not None:
+        yield "driver", driver.dll, str(driver.cuda_major), driver.min_version
+    for code in DOCTOR_CHECKS:
+        check = CATALOGUE[code]
+        yield "check", code, check.severity.value, check.name, check.title
+    for item in lock.files:
+        yield "file", str(item.size), item.sha256, item.kind, item.name
+    for item in lock.files:
+        if item.file_version and item.kind == "bundled":
+            yield "version", item.name, item.file_version
+    for name in lock.loads:
+        yield "load", name
+    for item in lock.files:
+        imported = (*(item.imports or ()), *(item.delay_imports or ()))
+        if imported:
+            yield "imports", item.name, ",".join(imported)
+    gpu_code = {item.name: GpuCode(item.sass or (), item.ptx or (), 0) for item in lock.files}
+    for name, code_of in judged(gpu_code).items():
+        yield "gpu", name, _archs(code_of.sass), _archs(code_of.ptx)
+
+
+def _archs(names: tuple[str, ...] | None) -> str:
+    return ",".join(names) if names else "-"

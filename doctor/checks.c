@@ -1,0 +1,712 @@
+/* The checks. Each asks this machine one kind of question and adds findings; none of them
+ * re-derives what the build knew: the files, versions, imports, GPU code and load order all
+ * come from the data file. Search orders follow the Windows loader
+ * (learn.microsoft.com/windows/win32/dlls/dynamic-link-library-search-order). */
+#include "doctor.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --- paths and versions -------------------------------------------------------------------- */
+
+const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+wchar_t *bundle_path(const Data *data, const char *relative)
+{
+    wchar_t *rel = widen(relative);
+    size_t n = wcslen(data->folder) + 1 + wcslen(rel) + 1;
+    wchar_t *full = xrealloc(NULL, n * sizeof(wchar_t));
+    wcscpy(full, data->folder);
+    wcscat(full, L"\\");
+    wcscat(full, rel);
+    for (wchar_t *p = full; *p; p++)
+        if (*p == L'/')
+            *p = L'\\';
+    free(rel);
+    return full;
+}
+
+static wchar_t *join(const wchar_t *folder, const char *name)
+{
+    wchar_t *wide = widen(name);
+    size_t n = wcslen(folder) + 1 + wcslen(wide) + 1;
+    wchar_t *full = xrealloc(NULL, n * sizeof(wchar_t));
+    wcscpy(full, folder);
+    if (n > 2 && full[wcslen(full) - 1] != L'\\')
+        wcscat(full, L"\\");
+    wcscat(full, wide);
+    free(wide);
+    return full;
+}
+
+static int is_file(const wchar_t *path)
+{
+    DWORD attributes = GetFileAttributesW(path);
+    return attributes != INVALID_FILE_ATTRIBUTES && !(attributes & FILE_ATTRIBUTE_DIRECTORY);
+}
+
+static wchar_t *system_folder(void)
+{
+    static wchar_t folder[MAX_PATH];
+    if (!folder[0] && !GetSystemDirectoryW(folder, MAX_PATH))
+        wcscpy(folder, L"C:\\Windows\\System32");
+    return folder;
+}
+
+int file_version(const wchar_t *path, char *out, size_t n)
+{
+    DWORD ignored = 0;
+    DWORD size = GetFileVersionInfoSizeW(path, &ignored);
+    out[0] = '\0';
+    if (!size)
+        return 0;
+    void *block = xrealloc(NULL, size);
+    VS_FIXEDFILEINFO *info = NULL;
+    UINT len = 0;
+    int ok = GetFileVersionInfoW(path, 0, size, block) &&
+             VerQueryValueW(block, L"\\", (void **)&info, &len) && info && len >= sizeof *info &&
+             info->dwSignature == 0xFEEF04BD;
+    if (ok)
+        snprintf(out, n, "%u.%u.%u.%u", (unsigned)HIWORD(info->dwFileVersionMS),
+                         (unsigned)LOWORD(info->dwFileVersionMS), (unsigned)HIWORD(info->dwFileVersionLS),
+                         (unsigned)LOWORD(info->dwFileVersionLS));
+    free(block);
+    return ok;
+}
+
+/* Compares dotted versions part by part; a floor of two parts ("14.40") compares two parts. */
+static int version_below(const char *version, const char *floor)
+{
+    while (*floor) {
+        unsigned long have = strtoul(version, (char **)&version, 10);
+        unsigned long want = strtoul(floor, (char **)&floor, 10);
+        if (have != want)
+            return have < want;
+        if (*floor == '.')
+            floor++;
+        if (*version == '.')
+            version++;
+    }
+    return 0;
+}
+
+static int same_version(const char *a, const char *b)
+{
+    return !version_below(a, b) && !version_below(b, a);
+}
+
+/* --- 1. files ------------------------------------------------------------------------------ */
+
+void check_files(Doctor *doctor)
+{
+    const Data *data = doctor->data;
+    for (size_t i = 0; i < data->n_files; i++) {
+        const FileRec *rec = &data->files[i];
+        wchar_t *path = bundle_path(data, rec->path);
+        WIN32_FILE_ATTRIBUTE_DATA info;
+        Finding *finding = NULL;
+        if (!GetFileAttributesExW(path, GetFileExInfoStandard, &info) ||
+            (info.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY)) {
+            finding = add_finding(doctor, "BA402",
+                                  xprintf("%s is absent (%s file, %llu bytes)", rec->path,
+                                          rec->kind, rec->size));
+        } else {
+            unsigned long long size = ((unsigned long long)info.nFileSizeHigh << 32) | info.nFileSizeLow;
+            char digest[65];
+            unsigned long error;
+            if (size != rec->size)
+                finding = add_finding(doctor, "BA401",
+                                      xprintf("%s is %llu bytes; the build wrote %llu", rec->path,
+                                              size, rec->size));
+            else if (doctor->verify && (error = sha256_file(path, digest)) != 0)
+                finding = add_finding(doctor, "BA401",
+                                      xprintf("%s cannot be read to check its SHA-256 (error %lu)",
+                                              rec->path, error));
+            else if (doctor->verify && strcmp(digest, rec->sha256) != 0) {
+                finding = add_finding(doctor, "BA401",
+                                      xprintf("%s has another SHA-256 than the build wrote "
+                                              "(same size: changed or corrupted)", rec->path));
+                finding_detail(finding, xprintf("SHA-256 now:   %s", digest));
+                finding_detail(finding, xprintf("SHA-256 built: %s", rec->sha256));
+            }
+        }
+        if (finding)
+            finding_file(finding, rec->path);
+        free(path);
+    }
+}
+
+/* --- 2./3. driver and GPUs ----------------------------------------------------------------- */
+
+typedef int(WINAPI *CuInt)(int *);
+typedef int(WINAPI *CuInit)(unsigned int);
+typedef int(WINAPI *CuDeviceGet)(int *, int);
+typedef int(WINAPI *CuDeviceGetName)(char *, int, int);
+typedef int(WINAPI *CuDeviceGetAttribute)(int *, int, int);
+typedef int(WINAPI *CuDeviceTotalMem)(size_t *, int);
+
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+
+/* NVIDIA's driver version is the last five digits of the DLL's last two version parts:
+ * 31.0.15.5161 -> 15 5161 -> 55161 -> 551.61. */
+static void driver_version(const char *dll_version, char *out, size_t n)
+{
+    unsigned a, b, c, d;
+    out[0] = '\0';
+    if (sscanf(dll_version, "%u.%u.%u.%u", &a, &b, &c, &d) == 4) {
+        unsigned five = (c % 10) * 10000 + d % 10000;
+        snprintf(out, n, "%u.%02u", five / 100, five % 100);
+    }
+}
+
+static const char *cuda_error_name(int code)
+{
+    switch (code) {
+    case 100: return "CUDA_ERROR_NO_DEVICE";
+    case 999: return "CUDA_ERROR_UNKNOWN";
+    case 3: return "CUDA_ERROR_NOT_INITIALIZED";
+    case 35: return "CUDA_ERROR_INSUFFICIENT_DRIVER";
+    case 101: return "CUDA_ERROR_INVALID_DEVICE";
+    case 304: return "CUDA_ERROR_OPERATING_SYSTEM";
+    default: return "see the CUDA driver API's CUresult";
+    }
+}
+
+static void check_driver_versions(Doctor *doctor, const char *dll)
+{
+    const Data *data = doctor->data;
+    Machine *m = &doctor->machine;
+    if (m->driver_version[0] && version_below(m->driver_version, data->driver_min)) {
+        Finding *f = add_finding(doctor, "BA802",
+                                 xprintf("the NVIDIA driver is %s; the bundle needs %s or newer "
+                                         "(CUDA %d)", m->driver_version, data->driver_min, data->cuda_major));
+        finding_file(f, dll);
+        finding_detail(f, xprintf("%s FileVersion %s = driver %s", dll, m->dll_version, m->driver_version));
+    }
+    if (m->cuda_version[0] && atoi(m->cuda_version) < data->cuda_major) {
+        Finding *f = add_finding(doctor, "BA802",
+                                 xprintf("the NVIDIA driver supports CUDA %s; the bundle needs CUDA "
+                                         "%d (driver %s or newer)", m->cuda_version, data->cuda_major,
+                                         data->driver_min));
+        finding_file(f, dll);
+    }
+}
+
+static void query_gpus(Doctor *doctor, HMODULE cuda, const char *dll)
+{
+    Machine *m = &doctor->machine;
+    CuInit init = (CuInit)(void *)GetProcAddress(cuda, "cuInit");
+    CuInt count_of = (CuInt)(void *)GetProcAddress(cuda, "cuDeviceGetCount");
+    CuDeviceGet get = (CuDeviceGet)(void *)GetProcAddress(cuda, "cuDeviceGet");
+    CuDeviceGetName name_of = (CuDeviceGetName)(void *)GetProcAddress(cuda, "cuDeviceGetName");
+    CuDeviceGetAttribute attribute =
+        (CuDeviceGetAttribute)(void *)GetProcAddress(cuda, "cuDeviceGetAttribute");
+    CuDeviceTotalMem memory = (CuDeviceTotalMem)(void *)GetProcAddress(cuda, "cuDeviceTotalMem_v2");
+    if (!init || !count_of || !get) {
+        Finding *f = add_finding(doctor, "BA803",
+                                 xprintf("%s lacks cuInit/cuDeviceGetCount/cuDeviceGet: not a "
+                                         "working NVIDIA driver", dll));
+        finding_file(f, dll);
+        return;
+    }
+    int result = init(0), count = 0;
+    if (result != 0) {
+        Finding *f = add_finding(doctor, "BA803",
+                                 xprintf("cuInit failed with CUDA error %d (%s): the driver sees no "
+                                         "usable NVIDIA GPU", result, cuda_error_name(result)));
+        finding_file(f, dll);
+        return;
+    }
+    if ((result = count_of(&count)) != 0 || count <= 0) {
+        Finding *f = add_finding(doctor, "BA803",
+                                 result ? xprintf("cuDeviceGetCount failed with CUDA error %d (%s)",
+                                                  result, cuda_error_name(result))
+                                        : xstrdup("the NVIDIA driver reports no CUDA device"));
+        finding_file(f, dll);
+        return;
+    }
+    m->gpus = xrealloc(NULL, sizeof *m->gpus * (size_t)count);
+    for (int i = 0; i < count; i++) {
+        int device = 0;
+        Gpu *gpu = &m->gpus[m->n_gpus];
+        memset(gpu, 0, sizeof *gpu);
+        if (get(&device, i) != 0)
+            continue;
+        if (!name_of || name_of(gpu->name, (int)sizeof gpu->name - 1, device) != 0)
+            snprintf(gpu->name, sizeof gpu->name, "CUDA device %d", i);
+        gpu->name[sizeof gpu->name - 1] = '\0';
+        if (attribute) {
+            attribute(&gpu->major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+            attribute(&gpu->minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
+        }
+        size_t bytes = 0;
+        if (memory && memory(&bytes, device) == 0)
+            gpu->memory = bytes;
+        m->n_gpus++;
+    }
+}
+
+/* An arch name of the data file: sm_86 -> 8, 6, ''; sm_120 -> 12, 0, ''; sm_90a -> 9, 0, 'a'. */
+typedef struct {
+    int major, minor;
+    char suffix;
+} Arch;
+
+static const char *next_arch(const char *p, Arch *arch)
+{
+    p = strchr(p, '_') + 1;
+    int number = 0;
+    while (*p >= '0' && *p <= '9')
+        number = number * 10 + (*p++ - '0');
+    arch->major = number / 10;
+    arch->minor = number % 10;
+    arch->suffix = (*p == 'a' || *p == 'f') ? *p++ : '\0';
+    return *p == ',' ? p + 1 : NULL;
+}
+
+/* SASS: plain and 'f' run on the same major with an equal or higher minor; 'a' only on
+ * exactly that capability. PTX: plain is JIT-compiled for any capability >= its own; 'a' only
+ * for exactly that one; 'f' for the same major from that minor on. */
+static int runs_on(const Arch *arch, const Gpu *gpu, int ptx)
+{
+    if (arch->suffix == 'a')
+        return gpu->major == arch->major && gpu->minor == arch->minor;
+    if (ptx && arch->suffix == '\0')
+        return gpu->major > arch->major || (gpu->major == arch->major && gpu->minor >= arch->minor);
+    return gpu->major == arch->major && gpu->minor >= arch->minor;
+}
+
+/* 2 native, 1 JIT from the newest PTX that fits (its name into ptx_used), 0 none */
+static int coverage(const GpuRec *rec, const Gpu *gpu, char *ptx_used, size_t n)
+{
+    Arch arch;
+    if (strcmp(rec->sass, "-") != 0)
+        for (const char *p = rec->sass; p;)
+            if (p = next_arch(p, &arch), runs_on(&arch, gpu, 0))
+                return 2;
+    int best = -1;
+    if (strcmp(rec->ptx, "-") != 0)
+        for (const char *p = rec->ptx; p;) {
+            p = next_arch(p, &arch);
+            int level = arch.major * 10 + arch.minor;
+            if (runs_on(&arch, gpu, 1) && level > best) {
+                best = level;
+                snprintf(ptx_used, n, "compute_%d%s", level,
+                                 arch.suffix == 'a' ? "a" : arch.suffix == 'f' ? "f" : "");
+            }
+        }
+    return best >= 0 ? 1 : 0;
+}
+
+/* One finding per device: BA701 when some DLL has no code for it (the JIT-only ones become
+ * details of that error), else BA702 when some DLL runs there only through PTX JIT. */
+static void check_gpu_code(Doctor *doctor, const Gpu *gpu)
+{
+    const Data *data = doctor->data;
+    char sm[16];
+    snprintf(sm, sizeof sm, "sm_%d%d", gpu->major, gpu->minor);
+    StrBuf none, jit;
+    sb_init(&none);
+    sb_init(&jit);
+    int *level = xrealloc(NULL, sizeof *level * (data->n_gpus + 1));
+    char (*ptx)[32] = xrealloc(NULL, sizeof *ptx * (data->n_gpus + 1));
+    for (size_t i = 0; i < data->n_gpus; i++) {
+        ptx[i][0] = '\0';
+        level[i] = coverage(&data->gpus[i], gpu, ptx[i], sizeof ptx[i]);
+        if (level[i] < 2)
+            sb_printf(level[i] ? &jit : &none, "%s%s", (level[i] ? jit.len : none.len) ? ", " : "",
+                      base_name(data->gpus[i].path));
+    }
+    Finding *f = NULL;
+    if (none.len)
+        f = add_finding(doctor, "BA701",
+                        xprintf("%s (%s, compute capability %d.%d) has no GPU code in %s: its "
+                                "kernels fail there with 'no kernel image is available'",
+                                gpu->name, sm, gpu->major, gpu->minor, none.text));
+    else if (jit.len)
+        f = add_finding(doctor, "BA702",
+                        xprintf("on %s (%s) %s runs only JIT-compiled from PTX at first use: a "
+                                "slow first start; the driver keeps the result in its JIT cache, "
+                                "whose size CUDA_CACHE_MAXSIZE sets (NVIDIA CUDA documentation, "
+                                "'CUDA Environment Variables' / 'Just-in-Time Compilation')",
+                                gpu->name, sm, jit.text));
+    for (size_t i = 0; f && i < data->n_gpus; i++) {
+        const GpuRec *rec = &data->gpus[i];
+        if (level[i] == 2)
+            continue;
+        finding_file(f, rec->path);
+        finding_detail(f, level[i] ? xprintf("%s: no SASS for %s; the driver JIT-compiles its %s "
+                                             "PTX", rec->path, sm, ptx[i])
+                                   : xprintf("%s: SASS %s, PTX %s: nothing runs on %s", rec->path,
+                                             rec->sass, rec->ptx, sm));
+    }
+    free(level);
+    free(ptx);
+    free(none.text);
+    free(jit.text);
+}
+
+void check_driver_and_gpus(Doctor *doctor)
+{
+    const Data *data = doctor->data;
+    Machine *m = &doctor->machine;
+    if (!data->driver_dll)
+        return;
+    wchar_t *name = widen(data->driver_dll);
+    HMODULE cuda = LoadLibraryExW(name, NULL, LOAD_LIBRARY_SEARCH_SYSTEM32);
+    free(name);
+    if (!cuda) {
+        Finding *f = add_finding(doctor, "BA801",
+                                 xprintf("%s was not found in System32: no NVIDIA driver is "
+                                         "installed; the bundle needs driver %s or newer (CUDA %d)",
+                                         data->driver_dll, data->driver_min, data->cuda_major));
+        finding_file(f, data->driver_dll);
+        return;
+    }
+    m->have_driver = 1;
+    wchar_t path[MAX_PATH * 2];
+    if (GetModuleFileNameW(cuda, path, MAX_PATH * 2)) {
+        m->driver_path = _wcsdup(path);
+        if (file_version(path, m->dll_version, sizeof m->dll_version))
+            driver_version(m->dll_version, m->driver_version, sizeof m->driver_version);
+    }
+    CuInt version_of = (CuInt)(void *)GetProcAddress(cuda, "cuDriverGetVersion");
+    int cuda_version = 0;
+    if (version_of && version_of(&cuda_version) == 0 && cuda_version > 0)
+        snprintf(m->cuda_version, sizeof m->cuda_version, "%d.%d", cuda_version / 1000,
+                         (cuda_version % 1000) / 10);
+    check_driver_versions(doctor, data->driver_dll);
+    query_gpus(doctor, cuda, data->driver_dll);
+    for (size_t i = 0; i < m->n_gpus; i++)
+        if (m->gpus[i].major > 0)
+            check_gpu_code(doctor, &m->gpus[i]);
+}
+
+/* --- 4. shadowing -------------------------------------------------------------------------- */
+
+static int is_vc_runtime(const char *name)
+{
+    return _strnicmp(name, "msvcp140", 8) == 0 || _strnicmp(name, "vcruntime140", 12) == 0 ||
+           _stricmp(name, "concrt140.dll") == 0 || _stricmp(name, "vcomp140.dll") == 0;
+}
+
+/* The DLL names in HKLM\...\Session Manager\KnownDLLs: for these Windows maps its own System32
+ * copy, whatever folder the process asks for. */
+static int is_known_dll(const char *name)
+{
+    HKEY key;
+    if (RegOpenKeyExW(HKEY_LOCAL_MACHINE,
+                      L"SYSTEM\\CurrentControlSet\\Control\\Session Manager\\KnownDLLs", 0,
+                      KEY_READ, &key) != ERROR_SUCCESS)
+        return 0;
+    wchar_t *wide = widen(name);
+    int found = 0;
+    for (DWORD i = 0; !found; i++) {
+        wchar_t value[256], text[MAX_PATH];
+        DWORD value_len = 256, text_len = sizeof text - sizeof(wchar_t), type = 0;
+        LONG status = RegEnumValueW(key, i, value, &value_len, NULL, &type, (BYTE *)text, &text_len);
+        if (status == ERROR_MORE_DATA)
+            continue;
+        if (status != ERROR_SUCCESS)
+            break;
+        text[text_len / sizeof(wchar_t)] = L'\0';
+        found = type == REG_SZ && _wcsicmp(text, wide) == 0;
+    }
+    free(wide);
+    RegCloseKey(key);
+    return found;
+}
+
+static void shadow_place(Finding **finding, Doctor *doctor, const VersionRec *rec,
+                         const wchar_t *path, const char *where)
+{
+    char version[64];
+    if (!is_file(path))
+        return;
+    if (!file_version(path, version, sizeof version))
+        strcpy(version, "no version");
+    else if (same_version(version, rec->version))
+        return;
+    char *place = narrow(path);
+    if (!*finding) {
+        *finding = add_finding(doctor, "BA804",
+                               xprintf("another %s is on this machine: %s has %s, the bundle %s",
+                                       base_name(rec->path), where, version, rec->version));
+        finding_file(*finding, rec->path);
+    }
+    finding_detail(*finding, xprintf("%s: %s (%s)", where, version, place));
+    free(place);
+}
+
+static void shadow_path_folders(Finding **finding, Doctor *doctor, const VersionRec *rec)
+{
+    DWORD n = GetEnvironmentVariableW(L"PATH", NULL, 0);
+    if (!n)
+        return;
+    wchar_t *path = xrealloc(NULL, n * sizeof(wchar_t));
+    GetEnvironmentVariableW(L"PATH", path, n);
+    for (wchar_t *next, *folder = path; folder; folder = next) {
+        next = wcschr(folder, L';');
+        if (next)
+            *next++ = L'\0';
+        if (*folder == L'"') {
+            folder++;
+            wchar_t *quote = wcschr(folder, L'"');
+            if (quote)
+                *quote = L'\0';
+        }
+        size_t len = wcslen(folder);
+        while (len > 3 && folder[len - 1] == L'\\')
+            folder[--len] = L'\0';
+        if (!len || _wcsicmp(folder, doctor->data->folder) == 0 ||
+            _wcsicmp(folder, system_folder()) == 0)
+            continue;
+        wchar_t *candidate = join(folder, base_name(rec->path));
+        shadow_place(finding, doctor, rec, candidate, "a PATH folder");
+        free(candidate);
+    }
+    free(path);
+}
+
+/* The app folder comes before System32 and PATH in the search order, so another copy there
+ * bites when something loads the DLL by name before the app's copy is loaded, or always for a
+ * KnownDLL. The VC++ runtime is left out of the System32/PATH part: another copy in System32 is
+ * normal there, and its floor is BA805's business. */
+void check_shadowing(Doctor *doctor)
+{
+    const Data *data = doctor->data;
+    for (size_t i = 0; i < data->n_versions; i++) {
+        const VersionRec *rec = &data->versions[i];
+        const char *name = base_name(rec->path);
+        Finding *finding = NULL;
+        wchar_t *system_copy = join(system_folder(), name);
+        int known = is_known_dll(name);
+        if (known || !is_vc_runtime(name))
+            shadow_place(&finding, doctor, rec, system_copy, "System32");
+        if (known && finding) {
+            char *message = xprintf("%s; KnownDLLs lists %s, so Windows loads System32's copy "
+                                    "even over the one in the app folder", finding->message, name);
+            free(finding->message);
+            finding->message = message;
+        }
+        if (!is_vc_runtime(name))
+            shadow_path_folders(&finding, doctor, rec);
+        free(system_copy);
+    }
+}
+
+/* --- 5. VC++ runtime ----------------------------------------------------------------------- */
+
+static void vc_floor(Doctor *doctor, const wchar_t *path, const char *shown, const char *where)
+{
+    const Data *data = doctor->data;
+    char version[64];
+    Finding *f = NULL;
+    if (!is_file(path))
+        f = add_finding(doctor, "BA805",
+                        xprintf("%s has no %s: the Visual C++ runtime (%s or newer) is not "
+                                "installed; run vc_redist.x64.exe (the installer does)",
+                                where, base_name(shown), data->vc_min));
+    else if (!file_version(path, version, sizeof version) || version_below(version, data->vc_min))
+        f = add_finding(doctor, "BA805",
+                        xprintf("%s's %s is %s, below the floor %s of the bundle's DLLs", where,
+                                base_name(shown), version[0] ? version : "without a version",
+                                data->vc_min));
+    if (f)
+        finding_file(f, shown);
+}
+
+void check_vc_runtime(Doctor *doctor)
+{
+    const Data *data = doctor->data;
+    if (!data->vc_mode || strcmp(data->vc_min, "-") == 0)
+        return;
+    if (strcmp(data->vc_mode, "installer") == 0) {
+        static const char *const names[] = {"vcruntime140.dll", "msvcp140.dll"};
+        for (size_t i = 0; i < 2; i++) {
+            wchar_t *path = join(system_folder(), names[i]);
+            vc_floor(doctor, path, names[i], "System32");
+            free(path);
+        }
+        return;
+    }
+    for (size_t i = 0; i < data->n_files; i++) {
+        const char *path = data->files[i].path;
+        if (!is_vc_runtime(base_name(path)))
+            continue;
+        wchar_t *full = bundle_path(data, path);
+        if (is_file(full)) /* absent: BA402 says so */
+            vc_floor(doctor, full, path, "the bundle");
+        free(full);
+    }
+}
+
+/* --- 6./7. load proof and ORT's version ---------------------------------------------------- */
+
+static const ImportsRec *imports_of(const Data *data, const char *name)
+{
+    for (size_t i = 0; i < data->n_imports; i++)
+        if (_stricmp(base_name(data->imports[i].path), name) == 0)
+            return &data->imports[i];
+    return NULL;
+}
+
+/* Windows provides `name`: an API set, a file in System32, or a DLL the loader finds there. */
+static int system_provides(const char *name)
+{
+    if (_strnicmp(name, "api-ms-", 7) == 0 || _strnicmp(name, "ext-ms-", 7) == 0)
+        return 1;
+    wchar_t *path = join(system_folder(), name);
+    int found = is_file(path);
+    free(path);
+    if (found)
+        return 1;
+    wchar_t *wide = widen(name);
+    HMODULE module = LoadLibraryExW(wide, NULL, LOAD_LIBRARY_AS_DATAFILE | LOAD_LIBRARY_SEARCH_SYSTEM32);
+    free(wide);
+    if (module)
+        FreeLibrary(module);
+    return module != NULL;
+}
+
+/* Breadth-first through the recorded imports from `root`: every DLL neither in the bundle
+ * folder nor provided by Windows, each with its chain "root -> a.dll -> missing.dll". The
+ * first one found (the shortest chain) goes into the message, all of them into the details. */
+static void missing_imports(Doctor *doctor, const char *root, Finding *finding)
+{
+    const Data *data = doctor->data;
+    typedef struct {
+        char *name;
+        int parent;
+    } Node;
+    Node *queue = NULL;
+    size_t n = 0;
+    *GROW(queue, n) = (Node){xstrdup(base_name(root)), -1};
+    char *first = NULL;
+    for (size_t head = 0; head < n; head++) {
+        const ImportsRec *rec = imports_of(data, queue[head].name);
+        if (!rec || strcmp(rec->names, "-") == 0)
+            continue;
+        char *names = xstrdup(rec->names);
+        for (char *next, *name = names; name; name = next) {
+            next = strchr(name, ',');
+            if (next)
+                *next++ = '\0';
+            int seen = 0;
+            for (size_t i = 0; i < n && !seen; i++)
+                seen = _stricmp(queue[i].name, name) == 0;
+            if (seen)
+                continue;
+            wchar_t *here = join(data->folder, name);
+            int present = is_file(here);
+            free(here);
+            if (present) { /* walked in its turn */
+                *GROW(queue, n) = (Node){xstrdup(name), (int)head};
+                continue;
+            }
+            if (system_provides(name))
+                continue;
+            char *chain = xstrdup(name);
+            for (int at = (int)head; at >= 0; at = queue[at].parent) {
+                char *longer = xprintf("%s -> %s", queue[at].name, chain);
+                free(chain);
+                chain = longer;
+            }
+            if (!first)
+                first = xprintf("%s is missing (%s)", name, chain);
+            finding_file(finding, name);
+            finding_detail(finding, chain);
+        }
+        free(names);
+    }
+    char *message = xprintf("%s: %s", finding->message,
+                            first ? first
+                                  : "every DLL it imports was found; one they load in turn, or a "
+                                    "system DLL, is missing");
+    free(finding->message);
+    finding->message = message;
+    free(first);
+    for (size_t i = 0; i < n; i++)
+        free(queue[i].name);
+    free(queue);
+}
+
+static char *win32_message(DWORD error)
+{
+    wchar_t *text = NULL;
+    DWORD n = FormatMessageW(FORMAT_MESSAGE_ALLOCATE_BUFFER | FORMAT_MESSAGE_FROM_SYSTEM |
+                                 FORMAT_MESSAGE_IGNORE_INSERTS,
+                             NULL, error, MAKELANGID(LANG_ENGLISH, SUBLANG_ENGLISH_US), (wchar_t *)&text, 0, NULL);
+    if (!n)
+        n = FormatMessageW(FORMAT_MESSAGE_ALLOCATE_BUFFER | FORMAT_MESSAGE_FROM_SYSTEM |
+                               FORMAT_MESSAGE_IGNORE_INSERTS,
+                           NULL, error, 0, (wchar_t *)&text, 0, NULL);
+    if (!n || !text)
+        return xstrdup("no message");
+    while (n && (text[n - 1] == L'\r' || text[n - 1] == L'\n' || text[n - 1] == L' ' || text[n - 1] == L'.'))
+        text[--n] = L'\0';
+    char *utf8 = narrow(text);
+    LocalFree(text);
+    return utf8;
+}
+
+typedef struct {
+    const void *(WINAPI *GetApi)(unsigned int version);
+    const char *(WINAPI *GetVersionString)(void);
+} OrtApiBase;
+
+static void check_ort_version(Doctor *doctor, HMODULE ort, const char *path)
+{
+    const char *want = doctor->data->ort;
+    const OrtApiBase *(WINAPI *get_base)(void) =
+        (const OrtApiBase *(WINAPI *)(void))(void *)GetProcAddress(ort, "OrtGetApiBase");
+    const OrtApiBase *base = get_base ? get_base() : NULL;
+    const char *have = base && base->GetVersionString ? base->GetVersionString() : NULL;
+    Finding *f = NULL;
+    if (!have)
+        f = add_finding(doctor, "BA807",
+                        xprintf("%s has no OrtGetApiBase()->GetVersionString(): not an ONNX "
+                                "Runtime DLL; the bundle expects ONNX Runtime %s", path, want));
+    else if (strcmp(have, want) != 0)
+        f = add_finding(doctor, "BA807",
+                        xprintf("%s is ONNX Runtime %s; the bundle was built for %s", path, have, want));
+    if (f)
+        finding_file(f, path);
+}
+
+void check_loads(Doctor *doctor)
+{
+    const Data *data = doctor->data;
+    for (size_t i = 0; i < data->n_loads; i++) {
+        const char *rel = data->loads[i];
+        wchar_t *path = bundle_path(data, rel);
+        if (!is_file(path)) {
+            Finding *f = add_finding(doctor, "BA806",
+                                     xprintf("%s is missing from the folder (error 126, "
+                                             "ERROR_MOD_NOT_FOUND, when it is loaded)", rel));
+            finding_file(f, rel);
+            free(path);
+            continue;
+        }
+        HMODULE module = LoadLibraryExW(path, NULL, LOAD_WITH_ALTERED_SEARCH_PATH);
+        if (!module) {
+            DWORD error = GetLastError();
+            char *text = win32_message(error);
+            Finding *f = add_finding(doctor, "BA806",
+                                     xprintf("%s does not load: error %lu (%s)", rel, error, text));
+            free(text);
+            finding_file(f, rel);
+            if (error == ERROR_MOD_NOT_FOUND)
+                missing_imports(doctor, rel, f);
+        } else if (i == 0 && data->ort) {
+            check_ort_version(doctor, module, rel);
+        }
+        free(path);
+    }
+}

@@ -1,0 +1,156 @@
+/* bundle-doctor: checks a shipped bundle on the customer's machine against bundle-doctor.dat,
+ * the data file `bundle build` writes next to the app. The doctor never re-derives what the
+ * build knew (which files, which imports, which GPU code): it reads it from the data file and
+ * asks this machine only what the build could not know (driver, GPUs, System32, PATH, the
+ * loader's verdict). Shared declarations of the three translation units:
+ *   bundle-doctor.c  command line, report (text and JSON), exit codes
+ *   data.c           the data file (version 1): parse, validate, SHA-256 via CNG
+ *   checks.c         the checks, each adding findings
+ */
+#ifndef BUNDLE_DOCTOR_H
+#define BUNDLE_DOCTOR_H
+
+#define WIN32_LEAN_AND_MEAN
+#include <windows.h>
+#include <stddef.h>
+
+#define DOCTOR_VERSION "1.0.0"
+
+#define EXIT_OK 0
+#define EXIT_USAGE 2
+#define EXIT_FINDINGS 17 /* the same as `bundle audit` with an error finding */
+#define EXIT_DATA 22
+
+/* --- small growable things ------------------------------------------------------------- */
+
+typedef struct {
+    char *text; /* always NUL-terminated (after sb_init) */
+    size_t len, cap;
+} StrBuf;
+
+void sb_init(StrBuf *sb);
+void sb_add(StrBuf *sb, const char *text);
+void sb_addn(StrBuf *sb, const char *text, size_t n);
+void sb_printf(StrBuf *sb, const char *format, ...) __attribute__((format(gnu_printf, 2, 3)));
+void sb_json(StrBuf *sb, const char *text); /* a JSON string literal, quotes included */
+char *xstrdup(const char *text);
+char *xprintf(const char *format, ...) __attribute__((format(gnu_printf, 1, 2)));
+void *xrealloc(void *block, size_t size);
+/* appends one element to a malloc'ed array and returns a pointer to it */
+#define GROW(array, count)                                                                   \
+    ((array) = xrealloc((array), sizeof *(array) * ((count) + 1)), &(array)[(count)++])
+
+/* UTF-8 <-> UTF-16, malloc'ed; NULL only for NULL */
+wchar_t *widen(const char *text);
+char *narrow(const wchar_t *text);
+
+/* --- the data file ----------------------------------------------------------------------- */
+
+typedef struct {
+    char *code, *severity, *name, *title;
+} CheckRow;
+
+typedef struct {
+    unsigned long long size;
+    char sha256[65];
+    char *kind, *path; /* path: relative, with '/' as in the data file */
+} FileRec;
+
+typedef struct {
+    char *path, *version;
+} VersionRec;
+
+typedef struct {
+    char *path, *names; /* names: comma-separated, as written */
+} ImportsRec;
+
+typedef struct {
+    char *path, *sass, *ptx; /* comma-separated arch names, or "-" */
+} GpuRec;
+
+typedef struct {
+    wchar_t *file;   /* the data file, full path */
+    wchar_t *folder; /* the bundle folder: the data file's folder, no trailing '\' */
+    char *tool, *profile, *ort;
+    char *vc_mode, *vc_min; /* NULL without a vc_runtime record; vc_min "-" for no floor */
+    char *driver_dll, *driver_min;
+    int cuda_major; /* meaningful only with driver_dll */
+    CheckRow *checks;
+    size_t n_checks;
+    FileRec *files;
+    size_t n_files;
+    VersionRec *versions;
+    size_t n_versions;
+    char **loads;
+    size_t n_loads;
+    ImportsRec *imports;
+    size_t n_imports;
+    GpuRec *gpus;
+    size_t n_gpus;
+} Data;
+
+/* Reads and validates `file`. On any problem returns 0 and sets *problem to one sentence
+ * (malloc'ed) saying what is wrong and what to do. */
+int data_load(const wchar_t *file, Data *data, char **problem);
+
+/* SHA-256 of a buffer or of a whole file (read in chunks), lowercase hex into out[65].
+ * Return 0 on success, else a Win32 / NTSTATUS-derived error number. */
+unsigned long sha256_buffer(const void *bytes, size_t n, char out[65]);
+unsigned long sha256_file(const wchar_t *path, char out[65]);
+
+/* --- findings and the machine ---------------------------------------------------------- */
+
+typedef struct {
+    const char *code;
+    char *message;
+    char **files;
+    size_t n_files;
+    char **details;
+    size_t n_details;
+} Finding;
+
+typedef struct {
+    char name[256];
+    int major, minor;
+    unsigned long long memory;
+} Gpu;
+
+typedef struct {
+    char windows[64];
+    int have_driver;         /* nvcuda.dll was found and loaded */
+    char dll_version[64];    /* nvcuda.dll's FileVersion, "" when it has none */
+    char driver_version[32]; /* e.g. "551.61", "" when unknown */
+    char cuda_version[32];   /* from cuDriverGetVersion, e.g. "12.4", "" when unknown */
+    wchar_t *driver_path;
+    Gpu *gpus;
+    size_t n_gpus;
+} Machine;
+
+typedef struct {
+    Data *data;
+    Machine machine;
+    int verify;
+    Finding **findings;
+    size_t n_findings;
+} Doctor;
+
+Finding *add_finding(Doctor *doctor, const char *code, char *message);
+void finding_file(Finding *finding, const char *file);
+void finding_detail(Finding *finding, char *detail); /* takes ownership */
+const CheckRow *check_row(const Data *data, const char *code);
+
+/* checks.c: each adds findings to the doctor */
+void machine_windows(Machine *machine);
+void check_files(Doctor *doctor);
+void check_driver_and_gpus(Doctor *doctor);
+void check_shadowing(Doctor *doctor);
+void check_vc_runtime(Doctor *doctor);
+void check_loads(Doctor *doctor);
+
+/* FileVersion a.b.c.d of a file into out; 0 when it has none */
+int file_version(const wchar_t *path, char *out, size_t n);
+/* the bundle-relative posix path as a full Windows path, malloc'ed */
+wchar_t *bundle_path(const Data *data, const char *relative);
+const char *base_name(const char *path);
+
+#endif

@@ -1,0 +1,476 @@
+"""bundle-doctor.exe (doctor/), the native checker that ships with a bundle, run for real under
+Wine against the real GPU bundle that `bundle build --link` makes for examples/hello.
+
+The machine is faked where Wine has nothing: the stand-in nvcuda.dll
+(tests/fixtures/standins/nvcuda.c) goes into the prefix's System32 and reports the GPUs of
+BUNDLE_STANDIN_GPUS and the CUDA version of BUNDLE_STANDIN_CUDA. The prefix is the session's
+(the `wine` fixture), shared with other modules: every file a test puts into System32 is
+removed when it ends. Modified bundles are hard-linked copies; a file a test changes is copied
+first, never changed through a link.
+
+`bundle build` ships the doctor (bundler/data/bundle-doctor.exe, which must be doctor/build.sh's
+output byte for byte) and writes its data file. Wine cannot initialise
+onnxruntime_providers_cuda.dll (error 998 after all its imports were found,
+docs/field-notes.md#driver), so the data files of the "healthy machine" runs are the product's
+renderer on the lock without that load record (tests/support/doctor.py);
+test_the_cuda_provider_fails_under_wine_with_998 runs the bundle exactly as built.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bundler.resources import doctor_exe as shipped_doctor_exe
+from tests.conftest import HELLO, REPO, require
+from tests.support import doctor as data
+from tests.support.wine import NATIVE_VC_RUNTIME, Wine
+from tests.test_build import build, linked_copy
+
+pytestmark = pytest.mark.real_tools
+
+PROVIDER = "onnxruntime_providers_cuda.dll"
+NO_PROVIDER = (PROVIDER,)
+DRIVER_551 = "31.0.15.5161"  # driver 551.61
+DRIVER_516 = "31.0.15.1694"  # driver 516.94, below CUDA 12's 527.41
+ALLOWED_IMPORTS = {"kernel32.dll", "advapi32.dll", "bcrypt.dll", "version.dll", "msvcrt.dll"}
+DATA_ERROR = 22
+ALL_CUDNN = tuple(
+    f"cudnn_{name}64_9.dll"
+    for name in (
+        "graph",
+        "ops",
+        "cnn",
+        "adv",
+        "engines_precompiled",
+        "engines_runtime_compiled",
+        "heuristic",
+    )
+)
+
+
+# --- fixtures -------------------------------------------------------------------------------
+
+
+def build_doctor(out: Path) -> Path:
+    subprocess.run(["bash", str(REPO / "doctor" / "build.sh"), str(out)], check=True)
+    return out / "bundle-doctor.exe"
+
+
+@pytest.fixture(scope="session")
+def doctor_exe(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    require(
+        shutil.which("x86_64-w64-mingw32-gcc") is not None
+        and shutil.which("x86_64-w64-mingw32-windres") is not None,
+        "mingw-w64 is not installed (apt-get install mingw-w64)",
+    )
+    return build_doctor(tmp_path_factory.mktemp("doctor"))
+
+
+@pytest.fixture(scope="module")
+def gpu_bundle(gpu_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("doctor-gpu")
+    result = build(str(HELLO), "--out", str(out), "--cache-dir", str(gpu_cache), "--link")
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def shipped(gpu_bundle: Path, doctor_exe: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundle as a customer gets it (a hard-linked copy), its data file without the load
+    record of the CUDA provider, which Wine cannot initialise."""
+    folder = linked_copy(gpu_bundle, tmp_path_factory.mktemp("shipped") / "app", without="")
+    data.write(folder, skip_loads=NO_PROVIDER)
+    return folder
+
+
+class Machine:
+    """What a test puts into the prefix's System32; taken out again by the fixture."""
+
+    def __init__(self, wine: Wine, standins: Path) -> None:
+        self.wine = wine
+        self.standins = standins
+        self.system32 = wine.prefix / "drive_c" / "windows" / "system32"
+        self.placed: list[Path] = []
+
+    def place(self, source: Path) -> None:
+        target = self.system32 / source.name
+        assert not target.exists(), f"{target} exists: another test left it"
+        shutil.copyfile(source, target)
+        self.placed.append(target)
+
+    def driver(self, version: str = DRIVER_551) -> None:
+        self.place(self.standins / f"nvcuda-{version}" / "nvcuda.dll")
+
+    def cleanup(self) -> None:
+        for path in self.placed:
+            path.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def machine(wine: Wine, standins: Path) -> Iterator[Machine]:
+    state = Machine(wine, standins)
+    try:
+        yield state
+    finally:
+        state.cleanup()
+
+
+def run(
+    wine: Wine,
+    exe: Path,
+    *args: str,
+    gpus: str | None = None,
+    cuda: str | None = None,
+    overrides: str = NATIVE_VC_RUNTIME,
+) -> subprocess.CompletedProcess[str]:
+    """bundle-doctor.exe under Wine, run from its folder, the stand-in driver told what to be."""
+    wine.start()
+    env = wine.env(WINEDEBUG="-all", WINEDLLOVERRIDES=overrides)
+    for name, value in (("BUNDLE_STANDIN_GPUS", gpus), ("BUNDLE_STANDIN_CUDA", cuda)):
+        env.pop(name, None)
+        if value is not None:
+            env[name] = value
+    return subprocess.run(
+        ["wine", str(exe), *args],
+        cwd=exe.parent,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=300,
+    )
+
+
+def report(wine: Wine, exe: Path, *args: str, **kwargs: Any) -> tuple[dict[str, Any], int]:
+    result = run(wine, exe, "--json", *args, **kwargs)
+    assert result.stdout, result.stderr
+    document = json.loads(result.stdout)
+    assert document["exit_code"] == result.returncode
+    return document, result.returncode
+
+
+def findings(document: dict[str, Any], code: str) -> list[dict[str, Any]]:
+    return [item for item in document["findings"] if item["code"] == code]
+
+
+def codes(document: dict[str, Any]) -> list[str]:
+    return [item["code"] for item in document["findings"]]
+
+
+# --- the program itself ---------------------------------------------------------------------
+
+
+def test_build_is_reproducible_and_imports_only_windows_dlls(
+    doctor_exe: Path, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "copy of the sources"
+    shutil.copytree(REPO / "doctor", elsewhere / "doctor")
+    subprocess.run(
+        ["bash", str(elsewhere / "doctor" / "build.sh"), str(tmp_path / "b")], check=True
+    )
+    assert (tmp_path / "b" / "bundle-doctor.exe").read_bytes() == doctor_exe.read_bytes()
+    # The exe the package ships is exactly what its sources build.
+    assert shipped_doctor_exe().read_bytes() == doctor_exe.read_bytes()
+    assert b"copy of the sources" not in doctor_exe.read_bytes()
+    dump = subprocess.run(
+        ["x86_64-w64-mingw32-objdump", "-p", str(doctor_exe)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    imported = {
+        line.split(":", 1)[1].strip().lower() for line in dump.splitlines() if "DLL Name:" in line
+    }
+    assert imported and imported <= ALLOWED_IMPORTS, imported
+
+
+def test_usage(wine: Wine, doctor_exe: Path) -> None:
+    helped = run(wine, doctor_exe, "--help")
+    assert helped.returncode == 0 and "usage: bundle-doctor.exe" in helped.stdout
+    wrong = run(wine, doctor_exe, "--frobnicate")
+    assert wrong.returncode == 2
+    assert "unknown argument: --frobnicate" in wrong.stderr and "usage:" in wrong.stderr
+
+
+# --- a healthy machine ----------------------------------------------------------------------
+
+
+@pytest.mark.realdata
+def test_a_supported_gpu_with_a_new_driver_finds_nothing(
+    wine: Wine, machine: Machine, shipped: Path
+) -> None:
+    machine.driver()
+    document, code = report(wine, shipped / "bundle-doctor.exe", gpus="sm_86")
+    assert code == 0, document["findings"]
+    assert document["findings"] == []
+    assert document["schema_version"] == 1 and document["tool"] == "bundle-doctor"
+    assert document["profile"] == "ort-1.19.2-gpu-cuda12"
+    assert document["folder"].lower().endswith(shipped.name.lower())
+    assert document["machine"]["driver"] == {
+        "dll_version": DRIVER_551,
+        "driver_version": "551.61",
+        "cuda_driver_version": "12.4",
+    }
+    assert document["machine"]["gpus"] == [
+        {"name": "Stand-in GPU sm_86", "capability": "8.6", "sm": "sm_86", "memory_mb": 12288}
+    ]
+    assert document["summary"] == {"error": 0, "warning": 0, "info": 0}
+    text = run(wine, shipped / "bundle-doctor.exe", gpus="sm_86")
+    assert text.returncode == 0
+    assert "NVIDIA driver 551.61" in text.stdout and "sm_86" in text.stdout
+    assert "0 errors, 0 warnings, 0 info" in text.stdout
+
+
+@pytest.mark.realdata
+def test_the_cuda_provider_fails_under_wine_with_998(
+    wine: Wine, machine: Machine, gpu_bundle: Path
+) -> None:
+    machine.driver()
+    document, code = report(wine, gpu_bundle / "bundle-doctor.exe", gpus="sm_86")
+    assert code == 17
+    [failed] = findings(document, "BA806")
+    assert failed["files"] == [PROVIDER] and "error 998" in failed["message"]
+    assert codes(document) == ["BA806"]
+
+
+@pytest.mark.realdata
+def test_the_doctor_needs_no_vc_runtime(wine: Wine, machine: Machine, shipped: Path) -> None:
+    """The VC++ runtime DLLs disabled (ucrtbase stays: Wine's own DLLs need it; that the doctor
+    does not import it is what the objdump test shows). ORT needs the runtime, so nothing is
+    loaded here."""
+    machine.driver()
+    bare = data.write(shipped, name="no-loads.dat", loads=())
+    document, code = report(
+        wine,
+        shipped / "bundle-doctor.exe",
+        "--data",
+        str(bare),
+        gpus="sm_86",
+        overrides="vcruntime140,vcruntime140_1,msvcp140,msvcp140_1=",
+    )
+    assert code == 0, document["findings"]
+    assert document["machine"]["gpus"][0]["sm"] == "sm_86"
+
+
+# --- GPUs and the driver ----------------------------------------------------------------------
+
+
+@pytest.mark.realdata
+def test_newer_gpus_run_the_provider_only_through_ptx_jit(
+    wine: Wine, machine: Machine, shipped: Path
+) -> None:
+    machine.driver()
+    document, code = report(wine, shipped / "bundle-doctor.exe", gpus="sm_90,sm_120")
+    assert code == 0  # a warning
+    jit = findings(document, "BA702")
+    assert [item["severity"] for item in jit] == ["warning", "warning"]
+    for item, sm in zip(jit, ("sm_90", "sm_120"), strict=True):
+        assert PROVIDER in item["files"]
+        assert sm in item["message"] and "CUDA_CACHE_MAXSIZE" in item["message"]
+        assert any("compute_80 PTX" in line for line in item["details"]), item
+    # cuBLAS 12.4 and cuDNN 9.1 carry sm_90 SASS: on Hopper only ORT's own kernels need the JIT
+    assert jit[0]["files"] == [PROVIDER]
+    assert "cublasLt64_12.dll" in jit[1]["files"]  # its newest SASS is sm_90: 12.0 JITs too
+
+
+@pytest.mark.realdata
+def test_an_old_gpu_is_unserved(wine: Wine, machine: Machine, shipped: Path) -> None:
+    machine.driver()
+    document, code = report(wine, shipped / "bundle-doctor.exe", gpus="sm_35")
+    assert code == 17
+    [item] = findings(document, "BA701")
+    assert item["severity"] == "error" and PROVIDER in item["files"]
+    assert "sm_35" in item["message"] and PROVIDER in item["message"]
+    assert "cufft64_11.dll" not in item["files"]  # not judged by its fat binary
+
+
+@pytest.mark.realdata
+def test_sm_80_has_no_code_in_the_1_22_provider(
+    wine: Wine, machine: Machine, shipped: Path
+) -> None:
+    machine.driver()
+    newer = data.write(shipped, data.PROVIDER_1_22_0, name="ort-1.22.dat", skip_loads=NO_PROVIDER)
+    document, code = report(wine, shipped / "bundle-doctor.exe", "--data", str(newer), gpus="sm_80")
+    assert code == 17
+    [item] = findings(document, "BA701")
+    assert item["files"] == [PROVIDER] and "sm_80" in item["message"]
+    assert any("SASS sm_52,sm_61,sm_75,sm_86,sm_89, PTX sm_90" in d for d in item["details"])
+
+
+@pytest.mark.realdata
+def test_an_old_driver_is_too_old(wine: Wine, machine: Machine, shipped: Path) -> None:
+    machine.driver(DRIVER_516)
+    document, code = report(wine, shipped / "bundle-doctor.exe", gpus="sm_86", cuda="11080")
+    assert code == 17
+    old = findings(document, "BA802")
+    assert "516.94" in old[0]["message"] and "527.41" in old[0]["message"]
+    assert "CUDA 11.8" in old[1]["message"]
+    assert document["machine"]["driver"]["driver_version"] == "516.94"
+
+
+@pytest.mark.realdata
+def test_no_driver(wine: Wine, machine: Machine, shipped: Path) -> None:
+    document, code = report(wine, shipped / "bundle-doctor.exe", gpus="sm_86")
+    assert code == 17
+    assert codes(document) == ["BA801"]
+    assert document["machine"]["driver"] is None and document["machine"]["gpus"] == []
+    assert "527.41" in document["findings"][0]["message"]
+
+
+@pytest.mark.realdata
+def test_a_driver_without_a_gpu(wine: Wine, machine: Machine, shipped: Path) -> None:
+    machine.driver()
+    empty, code = report(wine, shipped / "bundle-doctor.exe", gpus="")
+    assert code == 17 and codes(empty) == ["BA803"]
+    assert "no CUDA device" in empty["findings"][0]["message"]
+    failing, code = report(wine, shipped / "bundle-doctor.exe")  # cuInit fails
+    assert code == 17 and codes(failing) == ["BA803"]
+    assert "CUDA error 100 (CUDA_ERROR_NO_DEVICE)" in failing["findings"][0]["message"]
+
+
+# --- the folder -------------------------------------------------------------------------------
+
+
+@pytest.mark.realdata
+def test_a_deleted_cudnn_sub_library(
+    wine: Wine, machine: Machine, gpu_bundle: Path, doctor_exe: Path, tmp_path: Path
+) -> None:
+    folder = linked_copy(gpu_bundle, tmp_path / "app", without="cudnn_ops64_9.dll")
+    data.write(folder, skip_loads=NO_PROVIDER)
+    machine.driver()
+    document, code = report(wine, folder / "bundle-doctor.exe", gpus="sm_86")
+    assert code == 17
+    [removed] = findings(document, "BA402")
+    assert removed["files"] == ["cudnn_ops64_9.dll"]
+    failed = {item["files"][0]: item for item in findings(document, "BA806")}
+    assert "missing from the folder" in failed["cudnn_ops64_9.dll"]["message"]
+    for importer in ("cudnn_cnn64_9.dll", "cudnn_adv64_9.dll"):
+        item = failed[importer]
+        assert "error 126" in item["message"] and "cudnn_ops64_9.dll is missing" in item["message"]
+        assert item["details"] == [f"{importer} -> cudnn_ops64_9.dll"]
+        assert item["files"] == [importer, "cudnn_ops64_9.dll"]
+
+
+@pytest.mark.realdata
+def test_verify_finds_a_flipped_byte(
+    wine: Wine, machine: Machine, gpu_bundle: Path, doctor_exe: Path, tmp_path: Path
+) -> None:
+    changed = "cudnn_graph64_9.dll"
+    folder = linked_copy(gpu_bundle, tmp_path / "app", without=changed)
+    shutil.copyfile(gpu_bundle / changed, folder / changed)  # a copy: the cache stays intact
+    with (folder / changed).open("r+b") as file:
+        file.seek(4096)
+        byte = file.read(1)
+        file.seek(4096)
+        file.write(bytes([byte[0] ^ 0xFF]))
+    data.write(folder, skip_loads=NO_PROVIDER + ALL_CUDNN)  # a corrupt DLL need not load
+    machine.driver()
+    plain, code = report(wine, folder / "bundle-doctor.exe", gpus="sm_86")
+    assert code == 0 and findings(plain, "BA401") == []  # same size: only --verify sees it
+    verified, code = report(wine, folder / "bundle-doctor.exe", "--verify", gpus="sm_86")
+    assert code == 17
+    [item] = findings(verified, "BA401")
+    assert item["files"] == [changed] and "SHA-256" in item["message"]
+
+
+@pytest.mark.realdata
+def test_another_onnxruntime_in_system32(
+    wine: Wine, machine: Machine, standins: Path, shipped: Path
+) -> None:
+    machine.driver()
+    machine.place(standins / "onnxruntime-1.17.1.0" / "onnxruntime.dll")
+    document, code = report(wine, shipped / "bundle-doctor.exe", gpus="sm_86")
+    assert code == 0  # a warning; the app loads its own copy by full path
+    [item] = findings(document, "BA804")
+    assert item["files"] == ["onnxruntime.dll"]
+    assert "System32 has 1.17.1.0" in item["message"] and "1.19.24.903" in item["message"]
+
+
+@pytest.mark.realdata
+def test_another_ort_version_than_the_data_says(
+    wine: Wine, machine: Machine, shipped: Path
+) -> None:
+    machine.driver()
+    other = data.write(shipped, name="other-ort.dat", skip_loads=NO_PROVIDER, ort_version="1.20.1")
+    document, code = report(wine, shipped / "bundle-doctor.exe", "--data", str(other), gpus="sm_86")
+    assert code == 17
+    [item] = findings(document, "BA807")
+    assert "1.19.2" in item["message"] and "1.20.1" in item["message"]
+
+
+# --- a bad data file --------------------------------------------------------------------------
+
+
+def good_data() -> bytes:
+    lines = [
+        ("bundle-doctor-data", "1"),
+        ("tool", "0.1.0"),
+        ("profile", "ort-1.19.2-cpu"),
+        *(("check", *row) for row in data.CHECKS),
+        ("file", "5", "f" * 64, "license", "licenses/ort/LICENSE"),
+    ]
+    return data.seal(lines)
+
+
+def edit_a_line(good: bytes) -> bytes:
+    return good.replace(b"ort-1.19.2-cpu", b"ort-1.19.9-cpu")
+
+
+def unknown_record(good: bytes) -> bytes:
+    body = good[: good.rindex(b"end\t")].decode() + "colour\tblue\n"
+    return data.seal([tuple(line.split("\t")) for line in body.splitlines()])
+
+
+BAD_DATA = {
+    "truncated": lambda good: good[: len(good) // 2],
+    "edited": edit_a_line,
+    "wrong first line": lambda good: data.seal([("bundle-doctor-data", "2"), ("tool", "0.1.0")]),
+    "unknown record": unknown_record,
+    "empty": lambda good: b"",
+    "binary": lambda good: bytes(range(256)) * 4,
+}
+
+
+def test_bad_data_files_exit_22_with_one_line(wine: Wine, doctor_exe: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "app"
+    folder.mkdir()
+    exe = folder / "bundle-doctor.exe"
+    shutil.copyfile(doctor_exe, exe)
+    dat = folder / "bundle-doctor.dat"
+    missing = run(wine, exe)
+    assert missing.returncode == DATA_ERROR and missing.stdout == ""
+    assert missing.stderr.count("\n") == 1 and "bundle-doctor.dat: not found" in missing.stderr
+    (folder / "licenses" / "ort").mkdir(parents=True)
+    (folder / "licenses" / "ort" / "LICENSE").write_bytes(b"12345")
+    dat.write_bytes(good_data())
+    good = run(wine, exe)
+    assert good.returncode == 0, (good.stdout, good.stderr)  # the SHA-256 is checked with --verify
+    for case, make in BAD_DATA.items():
+        dat.write_bytes(make(good_data()))
+        result = run(wine, exe)
+        assert result.returncode == DATA_ERROR, (case, result.stdout, result.stderr)
+        assert result.stdout == "", case
+        assert result.stderr.count("\n") == 1, (case, result.stderr)
+        assert "bundle-doctor.dat: " in result.stderr, case
+        assert "rebuild the bundle with bundle build" in result.stderr, (case, result.stderr)
+    dat.write_bytes(edit_a_line(good_data()))
+    assert "edited or truncated" in run(wine, exe).stderr
+
+
+def test_the_data_file_format_is_what_the_helper_writes() -> None:
+    """The contract in doctor/README.md, checked on the helper's own output."""
+    text = good_data().decode()
+    lines = text.split("\n")
+    assert lines[0] == "bundle-doctor-data\t1" and lines[-1] == ""
+    body, end = text[: text.rindex("end\t")], lines[-2]
+    assert end == "end\t" + hashlib.sha256(body.encode()).hexdigest()
+    assert "\r" not in text
