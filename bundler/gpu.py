@@ -27,6 +27,8 @@ CAPABILITIES: tuple[tuple[int, int], ...] = (
 )  # fmt: skip
 
 _TARGET = re.compile(r"sm_(\d+)(\d)")
+_UNSERVED = "carry neither SASS for it nor PTX the driver can compile for it"
+_JIT_ONLY = "run only after the driver compiles their PTX at first use"
 
 
 def parse_target(text: str, where: str = "gpus") -> tuple[int, int]:
@@ -108,29 +110,15 @@ def target_findings(targets: Iterable[str], code: Mapping[str, GpuCode]) -> list
     for target in targets:
         capability = parse_target(target)
         served = service(code, capability)
-        gpu = f"{sm(capability)} (compute capability {dotted(capability)})"
         if served.none:
-            findings.append(
-                finding(
-                    "BA701",
-                    served.none,
-                    f"{gpu}: {', '.join(served.none)} carry neither SASS for it nor PTX the "
-                    "driver can compile for it",
-                    _carried(served.none, code),
-                    gpu=sm(capability),
-                )
-            )
+            check, names, what = "BA701", served.none, _UNSERVED
         elif served.jit:
-            findings.append(
-                finding(
-                    "BA702",
-                    served.jit,
-                    f"{gpu}: {', '.join(served.jit)} run only after the driver compiles their "
-                    "PTX at first use",
-                    _carried(served.jit, code),
-                    gpu=sm(capability),
-                )
-            )
+            check, names, what = "BA702", served.jit, _JIT_ONLY
+        else:
+            continue
+        gpu = f"{sm(capability)} (compute capability {dotted(capability)})"
+        message = f"{gpu}: {', '.join(names)} {what}"
+        findings.append(finding(check, names, message, _carried(names, code), gpu=sm(capability)))
     return findings
 
 

@@ -1,4 +1,4 @@
-/* bundle-doctor.exe [--json] [--verify] [--data FILE]
+/* bundle-doctor.exe [--json] [--verify] [--gpu-only] [--data FILE]
  *
  * Checks a shipped bundle on the machine it runs on, against bundle-doctor.dat (by default
  * next to the exe; the bundle folder is the data file's folder). Exit codes: 0 no error
@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char USAGE[] = "usage: bundle-doctor.exe [--json] [--verify] [--data FILE]\n";
+static const char USAGE[] =
+    "usage: bundle-doctor.exe [--json] [--verify] [--gpu-only] [--data FILE]\n";
 static const char HELP[] =
     "Checks this bundle on this machine: every file present (--verify: and its SHA-256),\n"
     "the NVIDIA driver and GPUs against the GPU code the DLLs carry, DLLs of other versions\n"
@@ -18,6 +19,7 @@ static const char HELP[] =
     "\n"
     "  --json       one JSON object on stdout instead of text\n"
     "  --verify     also compare every file's SHA-256 (reads the whole bundle)\n"
+    "  --gpu-only   only the NVIDIA driver and the GPUs (the installer, before it copies)\n"
     "  --data FILE  the data file (default: bundle-doctor.dat next to this exe)\n"
     "\n"
     "Exit codes: 0 no error found, 17 at least one error, 22 the data file is missing or\n"
@@ -291,13 +293,15 @@ static int usage_error(const char *what, const wchar_t *arg)
 
 int wmain(int argc, wchar_t **argv)
 {
-    int json = 0, verify = 0;
+    int json = 0, verify = 0, gpu_only = 0;
     wchar_t *data_file = NULL;
     for (int i = 1; i < argc; i++) {
         if (wcscmp(argv[i], L"--json") == 0)
             json = 1;
         else if (wcscmp(argv[i], L"--verify") == 0)
             verify = 1;
+        else if (wcscmp(argv[i], L"--gpu-only") == 0)
+            gpu_only = 1;
         else if (wcscmp(argv[i], L"--help") == 0 || wcscmp(argv[i], L"-h") == 0 ||
                  wcscmp(argv[i], L"/?") == 0) {
             emit(STD_OUTPUT_HANDLE, USAGE);
@@ -326,11 +330,15 @@ int wmain(int argc, wchar_t **argv)
     }
     Doctor doctor = {.data = &data, .verify = verify};
     machine_windows(&doctor.machine);
-    check_files(&doctor);
-    check_driver_and_gpus(&doctor);
-    check_shadowing(&doctor);
-    check_vc_runtime(&doctor);
-    check_loads(&doctor);
+    if (gpu_only) {
+        check_driver_and_gpus(&doctor);
+    } else {
+        check_files(&doctor);
+        check_driver_and_gpus(&doctor);
+        check_shadowing(&doctor);
+        check_vc_runtime(&doctor);
+        check_loads(&doctor);
+    }
 
     int exit_code = count_of(&doctor, "error") ? EXIT_FINDINGS : EXIT_OK;
     StrBuf out;

@@ -513,11 +513,12 @@ static void vc_floor(Doctor *doctor, const wchar_t *path, const char *shown, con
                         xprintf("%s has no %s: the Visual C++ runtime (%s or newer) is not "
                                 "installed; run vc_redist.x64.exe (the installer does)",
                                 where, base_name(shown), data->vc_min));
-    else if (!file_version(path, version, sizeof version) || version_below(version, data->vc_min))
+    /* a version that cannot be read is not judged: Windows' copies always carry one (Wine's
+     * GetFileVersionInfo answers for its builtin runtime DLLs without one) */
+    else if (file_version(path, version, sizeof version) && version_below(version, data->vc_min))
         f = add_finding(doctor, "BA805",
                         xprintf("%s's %s is %s, below the floor %s of the bundle's DLLs", where,
-                                base_name(shown), version[0] ? version : "without a version",
-                                data->vc_min));
+                                base_name(shown), version, data->vc_min));
     if (f)
         finding_file(f, shown);
 }

@@ -57,6 +57,7 @@ LOAD_PROOF_KEYS = {
     "loader_only",
     "audit_only",
     "skipped",
+    "doctor",
 }
 
 
@@ -177,6 +178,13 @@ def test_clean_gpu_bundle_loads_in_a_private_prefix(
     # a complete CUDA provider gets past its imports and fails in its initialisation (no GPU)
     assert runs[PROVIDER]["exit_code"] == 3 and "no GPU" in str(runs[PROVIDER]["verdict"])
     assert all(runs[name]["exit_code"] == 4 for name in loaded - {PROVIDER}), runs
+    # The bundle ships bundle-doctor.exe: --run runs it under the same loader, for its report
+    # on this machine (no NVIDIA driver here), which is shown and never counted.
+    assert "bundle-doctor.exe" not in runs
+    doctor = proof["doctor"]
+    assert doctor["tool"] == "bundle-doctor" and doctor["exit_code"] == 17
+    assert "BA801" in {item["code"] for item in doctor["findings"]}
+    assert "BA801" not in {item["code"] for item in data["findings"]}
 
     # A second --run reuses the prefix, and once done nothing keeps running in it.
     app = synthetic_app(tmp_path / "tool")

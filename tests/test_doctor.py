@@ -437,7 +437,19 @@ BAD_DATA = {
     "unknown record": unknown_record,
     "empty": lambda good: b"",
     "binary": lambda good: bytes(range(256)) * 4,
+    "no end line": lambda good: good[: good.rindex(b"end\t")],
+    "CRLF line ends": lambda good: good.replace(b"\n", b"\r\n"),
+    "a size that is no number": lambda good: resealed(good, b"file\t5\t", b"file\tfive\t"),
+    "a record a field short": lambda good: resealed(good, b"\tlicense\t", b"\t"),
+    "no profile record": lambda good: resealed(good, b"profile\tort-1.19.2-cpu\n", b""),
 }
+
+
+def resealed(good: bytes, old: bytes, new: bytes) -> bytes:
+    """`good` with one edit and a digest that matches it: only the format check can refuse it."""
+    body = good[: good.rindex(b"end\t")].replace(old, new, 1).decode()
+    assert body != good[: good.rindex(b"end\t")].decode(), old
+    return data.seal([tuple(line.split("\t")) for line in body.splitlines()])
 
 
 def test_bad_data_files_exit_22_with_one_line(wine: Wine, doctor_exe: Path, tmp_path: Path) -> None:

@@ -145,6 +145,9 @@ def test_without_a_driver_a_silent_install_logs_it_and_continues(
     assert "nvcuda.dll is missing" in log
     assert "installing anyway" in log
     assert (app / "hello.exe").is_file()
+    # After the copy, the doctor's whole report goes into the setup log: the same finding
+    assert "bundle-doctor: exit code 17" in log
+    assert "BA801" in log and "no-driver" in log
 
 
 def test_without_a_driver_requiregpu_fails_the_install(
@@ -159,8 +162,13 @@ def test_without_a_driver_requiregpu_fails_the_install(
 
 
 def test_a_new_enough_driver_passes(
-    inno: InnoSetup, preflight_setup: Path, standins: Path, tmp_path: Path
+    inno: InnoSetup,
+    preflight_setup: Path,
+    standins: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("BUNDLE_STANDIN_GPUS", "sm_86")  # the stand-in driver reports one GPU
     set_driver(inno, standins, "31.0.15.5161")
     try:
         code, log, app = preflight(inno, preflight_setup, tmp_path, "/REQUIREGPU")
@@ -171,6 +179,33 @@ def test_a_new_enough_driver_passes(
     assert "527.41 or newer needed for CUDA 12" in log
     assert "GPU preflight: ok" in log
     assert (app / "hello.exe").is_file()
+    # the doctor ran twice: --gpu-only before the copy, the whole check after it
+    assert log.count("bundle-doctor: exit code 0") == 2, log
+    assert "--gpu-only" in log
+
+
+def test_a_driver_without_a_gpu_fails_requiregpu_through_the_doctor(
+    inno: InnoSetup,
+    preflight_setup: Path,
+    standins: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The preflight reads only the driver's version; the doctor asks the driver for GPUs
+    (cuInit), before anything is copied."""
+    monkeypatch.setenv("BUNDLE_STANDIN_GPUS", "")  # the driver answers, with no device
+    set_driver(inno, standins, "31.0.15.5161")
+    try:
+        code, log, app = preflight(inno, preflight_setup, tmp_path, "/REQUIREGPU")
+        stopped = not (app / "hello.exe").exists()
+        silent, silent_log, _ = preflight(inno, preflight_setup, tmp_path)
+    finally:
+        set_driver(inno, standins, None)
+    assert code == 1, log
+    assert "BA803" in log and "bundle-doctor found a GPU" in log and "setup stops" in log
+    assert stopped
+    assert silent == 0, silent_log  # without /REQUIREGPU: logged, installed anyway
+    assert "installing anyway" in silent_log and (app / "hello.exe").is_file()
 
 
 def test_an_old_driver_is_reported_as_too_old(

@@ -276,9 +276,13 @@ def test_build_writes_the_script_with_the_exe_version(cpu_cache: Path, tmp_path:
     assert "Compression=lzma2" in lines
     assert not any(line.startswith("DiskSpanning") for line in lines)
     lock = json.loads((out / "bundle.lock.json").read_text())
-    expected = sorted([item["name"] for item in lock["files"]] + ["bundle.lock.json"])
+    # every locked file, the lock itself and the doctor's data file (a view of the lock)
+    views = ["bundle.lock.json", "bundle-doctor.dat"]
+    expected = sorted([item["name"] for item in lock["files"]] + views)
     assert sources(out / "setup.iss") == [windows_path(name) for name in expected]
-    assert "[Code]" not in lines  # CPU profile, app-local runtime: nothing to check
+    # CPU profile, app-local runtime: no preflight, only the doctor's run after the copy
+    assert "[Code]" in lines and "function InitializeSetup: Boolean;" not in lines
+    assert "procedure CurStepChanged(CurStep: TSetupStep);" in lines
 
 
 @pytest.mark.realdata

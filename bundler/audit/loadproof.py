@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bundler.findings import Finding, finding
+from bundler.lock import DOCTOR_EXE
 from bundler.plan import EdgeKind, Plan, Status
 from bundler.profiles import dll_key
 from bundler.vcruntime import VC_RUNTIME_DLLS
@@ -129,6 +130,8 @@ class LoadProof:
     loader_only: tuple[str, ...]  # root causes the audit did not report (BA501)
     audit_only: tuple[str, ...]  # reported by the audit, loaded by the loader (BA502)
     skipped: tuple[tuple[str, str], ...] = ()  # (root, why it was not loaded)
+    # bundle-doctor.exe's --json report, run by the same loader when the bundle ships one
+    doctor: dict[str, Any] | None = None
 
     @property
     def agrees(self) -> bool:
@@ -164,6 +167,7 @@ class LoadProof:
             "loader_only": list(self.loader_only),
             "audit_only": list(self.audit_only),
             "skipped": [{"file": name, "reason": why} for name, why in self.skipped],
+            "doctor": self.doctor,
         }
 
     def summary_lines(self) -> list[str]:
@@ -188,7 +192,21 @@ class LoadProof:
             lines.append("  the loader DISAGREES with the audit: see BA501/BA502 above")
         if not all(run.finished for run in self.runs):
             lines.append("  (a run stopped at the time limit proves only what it reported)")
-        return lines
+        return lines + doctor_lines(self.doctor)
+
+
+def doctor_lines(document: dict[str, Any] | None) -> list[str]:
+    """The doctor's verdict under the load proof: its exit code and each finding in a line.
+    Its findings describe this machine (no NVIDIA driver under Wine, for one), not the
+    bundle: they are shown, never counted."""
+    if document is None:
+        return []
+    if "error" in document:
+        return [f"  {DOCTOR_EXE}: {document['error']}"]
+    lines = [f"  {DOCTOR_EXE} (this machine, not counted): exit {document.get('exit_code')}"]
+    for item in document.get("findings", []):
+        lines.append(f"    {item.get('code')} {item.get('name')}: {item.get('message')}")
+    return lines
 
 
 def parse_lines(stderr: str) -> tuple[LoaderLine, ...]:
@@ -214,11 +232,15 @@ def _file_name(path: str) -> str:
 
 
 def app_exes(plan: Plan) -> list[str]:
-    """The app exes the audit resolved (not an installer, not another machine's exe)."""
+    """The app exes the audit resolved (not an installer, not another machine's exe, not
+    bundle-doctor.exe: the doctor runs on its own, with --json)."""
     return [
         item.name
         for key in plan.roots
-        if (item := plan.file(key)) and item.status is Status.APP and key.endswith(".exe")
+        if (item := plan.file(key))
+        and item.status is Status.APP
+        and key.endswith(".exe")
+        and key != DOCTOR_EXE
     ]
 
 

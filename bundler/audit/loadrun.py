@@ -39,15 +39,17 @@ Act layer: runs programs; writes nothing but the private Wine prefix.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pefile
 
@@ -69,6 +71,7 @@ from bundler.audit.report import AuditReport
 from bundler.audit.suppressions import Suppression, suppress
 from bundler.errors import LoaderUnavailableError
 from bundler.findings import severity_rank
+from bundler.lock import DOCTOR_DATA, DOCTOR_EXE
 from bundler.pe import release_image
 from bundler.plan import Plan
 
@@ -357,6 +360,9 @@ def prove_load(
     if os.name == "nt":
         runs = _windows_runs(plan, folder, app_args, timeout)
         proof = judge(plan, names, runs, loader="windows", loader_version="Windows")
+        doctor = _doctor(
+            folder, names, lambda command: _run(command, folder, {**os.environ}, timeout)
+        )
     else:
         loader = _wine_loader(plan, cache_dir, note)
         wine_runs, skipped = _wine_runs(loader, plan, folder, app_args, timeout)
@@ -370,6 +376,10 @@ def prove_load(
             dll_overrides=loader.overrides,
             skipped=tuple(skipped),
         )
+        doctor = _doctor(
+            folder, names, lambda command: loader.run(("wine", *command), folder, timeout)
+        )
+    proof = replace(proof, doctor=doctor)
     kept, suppressed = suppress(proof_findings(proof, plan), ignore)
     findings = sorted(
         (*report.findings, *kept), key=lambda f: (severity_rank(f.severity), f.code, f.files)
@@ -380,6 +390,22 @@ def prove_load(
         suppressed=(*report.suppressed, *suppressed),
         load_proof=proof,
     )
+
+
+def _doctor(
+    folder: Path, names: Sequence[str], run: Callable[[tuple[str, ...]], _Outcome]
+) -> dict[str, Any] | None:
+    """bundle-doctor.exe --json, when the bundle ships it with its data file: its report, or
+    {"error": ...} when it gave none."""
+    if DOCTOR_EXE not in names or DOCTOR_DATA not in names:
+        return None
+    outcome = run((str(folder / DOCTOR_EXE), "--json"))
+    try:
+        document = json.loads(outcome.stdout)
+    except ValueError:
+        last = (outcome.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"error": f"no report (exit {outcome.exit_code}): {last}"}
+    return document if isinstance(document, dict) else {"error": "its report is not an object"}
 
 
 def _wine_loader(plan: Plan, cache_dir: Path | None, note: notes.Note) -> WineLoader:

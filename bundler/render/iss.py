@@ -18,7 +18,7 @@ from typing import Any
 
 from bundler import __version__
 from bundler.errors import ConfigError
-from bundler.lock import LOCK_NAME, Lock, PayloadFile
+from bundler.lock import DOCTOR_DATA, DOCTOR_EXE, LOCK_NAME, Lock, PayloadFile
 from bundler.render.engine import (
     ISPP_INLINE_END,
     ISPP_INLINE_START,
@@ -131,6 +131,9 @@ def iss_values(
         "vc_redist": redist,
         **_vc_values(lock.vc_runtime_min),
         "gpu": _gpu_values(lock, settings),
+        "doctor": lock.doctor,
+        "doctor_exe": DOCTOR_EXE,
+        "doctor_data": DOCTOR_DATA,
     }
 
 
