@@ -568,3 +568,36 @@ def test_audit_reads_the_folder_not_path_or_the_cache(
     result = subprocess.run(command, capture_output=True, text=True, env=env)
     assert result.returncode == 17, result.stderr
     assert "  BA101  cudnn64_9.dll is missing" in result.stdout
+
+
+# --- GPU code (docs/doctor.md#gpu-code) -----------------------------------------------------------
+
+
+@pytest.mark.realdata
+def test_the_audit_reports_which_gpus_the_bundle_serves(gpu_bundle: Path, tmp_path: Path) -> None:
+    """ORT 1.19.2's provider has SASS up to sm_80 and compute_80 PTX; cuBLAS 12.4 and cuDNN 9.1
+    have SASS up to sm_90 (docs/field-notes.md#gpu-code): native up to 8.9, JIT from 9.0."""
+    data, code = audit_cli(str(gpu_bundle))
+    assert code == 0, data["findings"]
+    gpu = data["gpu"]
+    assert isinstance(gpu, dict)
+    assert {"5.2", "7.5", "8.0", "8.6", "8.9"} <= set(gpu["native"])
+    assert {"9.0", "10.0", "12.0"} <= set(gpu["jit"]) and "5.0" in gpu["none"]
+    assert gpu["dlls"]["onnxruntime_providers_cuda.dll"]["sass"][-1] == "sm_80"
+    assert gpu["not_judged"] == ["cufft64_11.dll"] and gpu["targets"] == []
+    text = run_bundle("audit", str(gpu_bundle)).stdout
+    assert "GPU CODE" in text and "PTX JIT at first use: compute capability 9.0" in text
+    # Target GPUs declared by the profile: sm_86 is fine, sm_90 JIT only, sm_35 unserved.
+    profile = tmp_path / "with-targets.toml"
+    shipped = (REPO / "manifests" / "profiles" / f"{GPU}.toml").read_text()
+    profile.write_text(
+        shipped.replace("[gpu_driver]", 'gpus = ["sm_86", "sm_90", "sm_35"]\n\n[gpu_driver]', 1)
+    )
+    data, code = audit_cli(str(gpu_bundle), "--profile", str(profile))
+    assert code == 17
+    by_code = found(data)
+    [jit] = by_code["BA702"]
+    assert jit["files"] == ["onnxruntime_providers_cuda.dll"] and "sm_90" in str(jit["message"])
+    [unserved] = by_code["BA701"]
+    assert "sm_35" in str(unserved["message"])
+    assert "onnxruntime_providers_cuda.dll" in unserved["files"]  # type: ignore[operator]

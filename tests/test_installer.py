@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CPU, GPU, HELLO, REPO
+from tests.conftest import CPU, GPU, HELLO, REPO, RealDlls
 from tests.conftest import bundle_from_cache as bundle
 from tests.support.inno import VC_REDIST_LOG, InnoSetup
 
@@ -287,3 +287,93 @@ def test_gpu_setup_spans_slices_installs_and_loads_the_cuda_provider(
         assert run.missing == (), run.errors
     finally:
         shutil.rmtree(app, ignore_errors=True)
+
+
+# --- upgrades and per-user installs ----------------------------------------------------------
+
+VC_RUNTIME_DLLS = ("vcruntime140.dll", "vcruntime140_1.dll", "msvcp140.dll", "msvcp140_1.dll")
+
+
+def test_an_upgrade_leaves_nothing_of_the_previous_version_behind(
+    inno: InnoSetup,
+    cpu_cache: Path,
+    standins: Path,
+    real_dlls: RealDlls,
+    mingw_build: Path,
+    tmp_path: Path,
+) -> None:
+    """v1 ships an extra DLL (a plug-in ORT loads at run time, say) and an app-local VC++
+    runtime; v2 (VC++ runtime from vc_redist) ships neither. After v2 nothing of v1 that v2
+    lacks remains, a file the user made in the app folder survives, and uninstalling leaves
+    only that file."""
+    fast = ("--iss-compression", "zip/1", "--app-version", "1.0.0")
+    cpu = (REPO / "manifests" / "profiles" / f"{CPU}.toml").read_text()
+    plugin = '[[runtime_rules]]\ntrigger = "onnxruntime.dll"\nloads = ["libc.dll"]\nwhy = "v1"\n\n'
+    profile = tmp_path / "v1-with-a-plugin.toml"
+    profile.write_text(cpu.replace("[[runtime_rules]]", plugin + "[[runtime_rules]]", 1))
+    plugins = ("--profile", str(profile), "--search", str(mingw_build / "x64"))
+    v1 = build(HELLO, tmp_path / "v1", cpu_cache, *plugins, *fast)
+    redist = ("--vc-runtime", "installer", "--vc-redist", str(standins / "vc_redist.x64.exe"))
+    v2 = build(HELLO, tmp_path / "v2", cpu_cache, "--profile", CPU, *redist, *fast[:2])
+    assert "AppId=" in v1.read_text(encoding="utf-8-sig")  # the same app name: the same AppId
+    setup1 = inno.compile(v1, tmp_path / "out1").check().setup_exe
+    setup2 = inno.compile(v2, tmp_path / "out2").check().setup_exe
+    folder = r"C:\upgrade test"
+    app = inno.unix_path(folder)
+    shutil.rmtree(app, ignore_errors=True)
+    # what vc_redist.x64.exe would have put into System32 (the stand-in only logs its run)
+    placed = [inno.system32 / name for name in VC_RUNTIME_DLLS]
+    try:
+        inno.install(setup1, folder, log=tmp_path / "v1.log").check()
+        assert (app / "libc.dll").is_file() and (app / "vcruntime140.dll").is_file()
+        (app / "my settings.ini").write_text("user data\n")
+        for path in placed:
+            shutil.copyfile(real_dlls["msvc-runtime"] / path.name, path)
+        result = inno.install(setup2, folder, log=tmp_path / "v2.log").check()
+        on_disk = {p.relative_to(app).as_posix() for p in app.rglob("*") if p.is_file()}
+        assert "libc.dll" not in on_disk, result.log
+        assert not set(VC_RUNTIME_DLLS) & on_disk, result.log
+        assert "upgrade: removed libc.dll" in result.log
+        assert (app / "my settings.ini").read_text() == "user data\n"
+        run = inno.run(app / "hello.exe")  # the VC++ runtime now comes from System32
+        assert run.stdout.strip() == VERSION_LINE, run.errors
+        inno.uninstall(app)
+        left = {p.relative_to(app).as_posix() for p in app.rglob("*")} if app.exists() else set()
+        assert left == {"my settings.ini"}, left
+    finally:
+        for path in placed:
+            path.unlink(missing_ok=True)
+        shutil.rmtree(app, ignore_errors=True)
+
+
+def test_a_per_user_setup_needs_no_administrator(
+    inno: InnoSetup, cpu_cache: Path, standins: Path, tmp_path: Path
+) -> None:
+    exe = tmp_path / "app" / "hello.exe"
+    exe.parent.mkdir()
+    shutil.copyfile(HELLO, exe)
+    config = tmp_path / "app" / "bundle.toml"
+    config.write_text(
+        '[build]\nexe = "hello.exe"\nprofile = "ort-1.19.2-cpu"\nout = "dist"\n\n'
+        '[render]\ncompression = "zip/1"\ninstall_scope = "user"\n'
+    )
+    result = bundle("build", "--config", str(config), "--cache-dir", str(cpu_cache))
+    assert result.returncode == 0, result.stderr
+    script = tmp_path / "app" / "dist" / "setup.iss"
+    lines = script.read_text(encoding="utf-8-sig").splitlines()
+    assert "PrivilegesRequired=lowest" in lines and "PrivilegesRequired=admin" not in lines
+    setup = inno.compile(script, tmp_path / "output").check().setup_exe
+    installed = inno.install(setup, None, log=tmp_path / "setup.log").check()
+    assert "Administrative install mode: No" in installed.log, installed.log
+    programs = inno.prefix / "drive_c" / "users"
+    [app] = [p.parent for p in programs.glob("*/AppData/Local/Programs/hello/hello.exe")]
+    try:
+        run = inno.run(app / "hello.exe")
+        assert run.stdout.strip() == VERSION_LINE, run.errors
+    finally:
+        shutil.rmtree(app, ignore_errors=True)
+    # vc_redist needs administrator rights: a per-user installer cannot ship it
+    redist = ("--vc-runtime", "installer", "--vc-redist", str(standins / "vc_redist.x64.exe"))
+    refused = bundle("build", "--config", str(config), "--cache-dir", str(cpu_cache), *redist)
+    assert refused.returncode == 14, refused.stderr
+    assert refused.stderr.count("\n") == 1 and "install_scope 'user'" in refused.stderr

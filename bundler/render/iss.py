@@ -52,9 +52,20 @@ class IssSettings:
     compression: str = DEFAULT_COMPRESSION
     shortcut: bool = False  # a Start-menu shortcut to the app
     require_gpu: bool | None = None  # default: the profile's gpu_driver.require
+    install_scope: str = "machine"  # "machine" (admin), "user" (no admin) or "ask"
 
-    def checked(self) -> IssSettings:
-        """The settings, validated before anything is built or written."""
+    def checked(self, vc_runtime: str | None = None) -> IssSettings:
+        """The settings, validated before anything is built or written (with the bundle's VC++
+        runtime mode when it is known: installer mode needs administrator rights)."""
+        if self.install_scope not in INSTALL_SCOPES:
+            raise ConfigError(
+                f"install_scope '{self.install_scope}' is not one of {', '.join(INSTALL_SCOPES)}."
+            )
+        if self.install_scope != "machine" and vc_runtime == "installer":
+            raise ConfigError(
+                f"install_scope '{self.install_scope}' cannot run vc_redist.x64.exe, which needs "
+                "administrator rights; use --vc-runtime app-local, or install_scope 'machine'."
+            )
         if not _COMPRESSION.fullmatch(self.compression):
             raise ConfigError(
                 f"installer compression '{self.compression}' is not one Inno Setup knows; "
@@ -79,6 +90,12 @@ class IssResult:
     files: int
 
 
+INSTALL_SCOPES = ("machine", "user", "ask")
+# What an installer installed, one name a line, in {app}: the next version's installer removes
+# what it lists and the new payload lacks, and nothing else (docs/building.md, "Upgrades").
+INSTALLED_LIST = "bundle-installed.txt"
+
+
 def app_id_for(app_name: str) -> str:
     """A GUID that depends only on the app's name (case-insensitive): every build of the same
     app gets the same AppId, so a new setup upgrades the installed one instead of adding one."""
@@ -92,6 +109,7 @@ def write_iss(lock: Lock, bundle_dir: Path, script: Path, settings: IssSettings)
             f"{bundle_dir / LOCK_NAME}: the lock file does not name the app (written by an "
             "older bundle); run bundle build again, then render."
         )
+    settings.checked(lock.vc_runtime)
     prefix = relative_folder(bundle_dir, script.parent)
     values = iss_values(lock, settings, _payload_bytes(lock, bundle_dir), prefix)
     write_text(script, render(TEMPLATE, **values), bom=True, newline="\r\n")
@@ -132,6 +150,9 @@ def iss_values(
         **_vc_values(lock.vc_runtime_min),
         "gpu": _gpu_values(lock, settings),
         "doctor": lock.doctor,
+        "install_scope": settings.install_scope,
+        "installed_list": INSTALLED_LIST,
+        "installed_names": [entry.name for entry in lock.payload() if entry.kind != "installer"],
         "doctor_exe": DOCTOR_EXE,
         "doctor_data": DOCTOR_DATA,
     }

@@ -21,6 +21,7 @@ needs no flags.
     compression = "lzma2"              # Inno Setup's Compression (zip/1 compiles fastest)
     shortcut = false                   # Start-menu shortcut to the app
     require_gpu = false                # default: the profile's; a silent install then fails
+    install_scope = "machine"          # "user": no administrator ({autopf} is per-user); "ask"
                                        # without a good enough GPU driver (as /REQUIREGPU)
     postbuild = false                  # no postbuild.cmd / postbuild.event.xml (default: both)
     project_dir = "app"                # the .vcxproj's folder: the post-build event names
@@ -126,6 +127,7 @@ def _installer(table: Table) -> IssSettings:
         compression=table.string("compression", DEFAULT_COMPRESSION),
         shortcut=table.boolean("shortcut", False),
         require_gpu=table.boolean("require_gpu", None),
+        install_scope=table.string("install_scope", "machine"),
     )
 
 

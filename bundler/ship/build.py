@@ -116,7 +116,7 @@ def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
         raise ConfigError(
             "--vc-runtime installer needs --vc-redist PATH (the vc_redist.x64.exe to ship)."
         )
-    options.installer.checked()  # invalid installer settings fail before any work
+    options.installer.checked(mode)  # invalid installer settings fail before any work
     for target in options.gpus if options.gpus is not None else profile.gpus:
         parse_target(target)  # a misspelt GPU fails before any work
     if options.archive is not None:

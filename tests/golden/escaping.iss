@@ -30,6 +30,9 @@ Source: "my {app} 'v2' 100% ü.exe"; DestDir: "{app}"; Flags: ignoreversion
 Source: "vc_redist.x64.exe"; DestDir: "{tmp}"; Flags: ignoreversion deleteafterinstall; Check: VCRuntimeNeeded
 Source: "{braces} & 'quotes' 100%.dll"; DestDir: "{app}"; Flags: ignoreversion
 
+[UninstallDelete]
+Type: files; Name: "{app}\bundle-installed.txt"
+
 [Icons]
 Name: "{autoprograms}\My {{App}'s 100% _Ünïcode_"; Filename: "{app}\my {{app} 'v2' 100% ü.exe"
 
@@ -39,6 +42,7 @@ Filename: "{tmp}\vc_redist.x64.exe"; Parameters: "/install /quiet /norestart"; S
 [Code]
 const
   AppTitle = 'My {App}''s 100% "Ünïcode"';
+  InstalledList = 'bundle-installed.txt';
   VCRuntimeKey = 'SOFTWARE\Microsoft\VisualStudio\14.0\VC\Runtimes\x64';
   VCRuntimeMajor = 14;
   VCRuntimeMinor = 40;
@@ -75,6 +79,82 @@ begin
   end;
   if Result then
     Log('VC++ runtime: vc_redist.x64.exe will be run');
+end;
+
+// What this version installs into the app folder, one name a line (its lock's payload).
+function NewPayload: TStringList;
+begin
+  Result := TStringList.Create;
+  Result.Add('bundle.lock.json');
+  Result.Add('licenses\ünïcödé (x64)\LICENSE [2] #1.txt');
+  Result.Add('my {app} ''v2'' 100% ü.exe');
+  Result.Add('{braces} & ''quotes'' 100%.dll');
+end;
+
+// Upgrades leave nothing stale: before the copy, every file that the previous version's
+// installer listed in the app folder's InstalledList and this payload lacks is deleted (an
+// old app-local vcruntime140.dll would shadow the newer system one; stale cuDNN sub-libraries
+// of another version fail with SUBLIBRARY_VERSION_MISMATCH). Only listed names are touched,
+// never a file the installer did not put there, and never a name that leaves the folder.
+procedure RemoveStaleFiles;
+var
+  Old: TArrayOfString;
+  Keep: TStringList;
+  I: Integer;
+  Name, Path: String;
+begin
+  if not LoadStringsFromFile(ExpandConstant('{app}\') + InstalledList, Old) then
+    exit;
+  Keep := NewPayload;
+  try
+    for I := 0 to GetArrayLength(Old) - 1 do
+    begin
+      Name := Trim(Old[I]);
+      if (Name = '') or (Keep.IndexOf(Name) >= 0) or (Pos('..', Name) > 0) or (Pos(':', Name) > 0) or (Copy(Name, 1, 1) = '\') then
+        continue;
+      Path := ExpandConstant('{app}\') + Name;
+      if FileExists(Path) then
+      begin
+        if DeleteFile(Path) then
+          Log('upgrade: removed ' + Name + ' (installed by the previous version, not shipped by this one)')
+        else
+          Log('upgrade: could not remove ' + Name);
+        RemoveDir(ExtractFileDir(Path)); // only when empty
+      end;
+    end;
+  finally
+    Keep.Free;
+  end;
+end;
+
+// UTF-8 (with a byte-order mark, which LoadStringsFromFile reads back), so names in any script
+// survive until the next version's installer reads the list.
+procedure SaveInstalledList;
+var
+  Names: TStringList;
+  Lines: TArrayOfString;
+  I: Integer;
+begin
+  Names := NewPayload;
+  try
+    SetArrayLength(Lines, Names.Count);
+    for I := 0 to Names.Count - 1 do
+      Lines[I] := Names[I];
+  finally
+    Names.Free;
+  end;
+  if not SaveStringsToUTF8File(ExpandConstant('{app}\') + InstalledList, Lines, False) then
+    Log('upgrade: could not write the list of installed files');
+end;
+
+procedure CurStepChanged(CurStep: TSetupStep);
+begin
+  if CurStep = ssInstall then
+    RemoveStaleFiles;
+  if CurStep = ssPostInstall then
+  begin
+    SaveInstalledList;
+  end;
 end;
 
 { /REQUIREGPU on the command line (or the profile's require setting) makes a failed driver

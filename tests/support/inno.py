@@ -314,7 +314,7 @@ class InnoSetup(Wine):
     def install(
         self,
         setup_exe: Path,
-        target_dir: str,
+        target_dir: str | None,
         *extra_args: str,
         log: Path,
         timeout: float = 900,
@@ -322,14 +322,14 @@ class InnoSetup(Wine):
         """Run `setup_exe /VERYSILENT /SUPPRESSMSGBOXES /NORESTART /DIR=<target_dir>
         /LOG=<log> [extra_args]` and wait for it; `target_dir` is a Windows path such as
         `C:\\Program Files\\My App (x64)` (Wine quotes an argument with spaces as a whole,
-        and setup strips the quotes)."""
+        and setup strips the quotes), or None for the script's default folder."""
         log.unlink(missing_ok=True)  # never read an earlier run's log
         done = self._wine(
             setup_exe,
             "/VERYSILENT",
             "/SUPPRESSMSGBOXES",
             "/NORESTART",
-            f"/DIR={target_dir}",
+            *([f"/DIR={target_dir}"] if target_dir is not None else []),
             f"/LOG={self.windows_path(log)}",
             *extra_args,
             cwd=setup_exe.parent,
@@ -337,6 +337,18 @@ class InnoSetup(Wine):
         )
         text = read_setup_log(log) if log.is_file() else ""
         return InstallResult(done.returncode, text, done.stdout, done.stderr)
+
+    def uninstall(self, app: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        """Run the app folder's unins000.exe silently and wait until it is gone: the
+        uninstaller starts a copy of itself from the temporary folder and exits at once."""
+        done = self._wine(
+            app / "unins000.exe", "/VERYSILENT", "/SUPPRESSMSGBOXES", "/NORESTART", timeout=timeout
+        )
+        deadline = time.monotonic() + timeout
+        while (app / "unins000.exe").exists() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        time.sleep(2)  # it removes itself last; let the folder settle
+        return done
 
     def set_registry(self, key: str, name: str, dword: int) -> None:
         """Set a REG_DWORD in the 64-bit registry view, e.g. key
