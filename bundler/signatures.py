@@ -19,7 +19,7 @@ Read layer (check_signature: one file), plus the audit's judgement of a folder's
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -58,8 +58,23 @@ def _lief() -> Any:
     return lief
 
 
-def check_signature(path: Path) -> Signature:
-    """The state of `path`'s Authenticode signature (the first one, as Windows uses)."""
+def load_trust(path: Path) -> list[Any]:
+    """The root certificates of a PEM (or DER) file, for `check_signature(trust=...)`."""
+    lief = _lief()
+    try:
+        certificates = list(lief.PE.x509.parse(str(path))) if path.is_file() else []
+    except (OSError, RuntimeError):
+        certificates = []
+    if not certificates:
+        raise ConfigError(f"{path}: no certificate found; --trust takes a PEM file of root CAs.")
+    return certificates
+
+
+def check_signature(path: Path, trust: Sequence[Any] | None = None) -> Signature:
+    """The state of `path`'s Authenticode signature (the first one, as Windows uses). With
+    `trust` (load_trust), the signer's certificate must also be issued by one of those roots
+    (directly: put an intermediate CA into the trust file too), instead of nothing being said
+    about the chain."""
     lief = _lief()
     binary = lief.PE.parse(str(path))
     if binary is None:
@@ -70,9 +85,15 @@ def check_signature(path: Path) -> Signature:
     checks = lief.PE.Signature.VERIFICATION_CHECKS.SKIP_CERT_TIME
     flags = binary.verify_signature(checks)
     signer = _signer(signatures[0])
-    if flags == lief.PE.Signature.VERIFICATION_FLAGS.OK:
-        return Signature(SignatureState.VALID, signer, "OK")
-    return Signature(SignatureState.INVALID, signer, _flag_names(flags))
+    if flags != lief.PE.Signature.VERIFICATION_FLAGS.OK:
+        return Signature(SignatureState.INVALID, signer, _flag_names(flags))
+    if trust is not None:
+        certificate = signatures[0].signers[0].cert if signatures[0].signers else None
+        chain = certificate.is_trusted_by(list(trust)) if certificate is not None else None
+        if chain != lief.PE.x509.VERIFICATION_FLAGS.OK:
+            detail = _flag_names(chain).replace("x509.", "") if chain else "no signer certificate"
+            return Signature(SignatureState.INVALID, signer, f"not trusted: {detail}")
+    return Signature(SignatureState.VALID, signer, "OK")
 
 
 def _signer(signature: Any) -> str | None:
@@ -93,16 +114,19 @@ def _flag_names(flags: Any) -> str:
 FINDING_CODES = ("BA601", "BA602")
 
 
-def signature_findings(folder: Path, names: Iterable[str], profile: Profile) -> list[Finding]:
-    """BA601 for each file in `folder` whose signature does not verify, BA602 for an unsigned
-    one that the profile's pinned build has signed (`signed = true` on its artifact)."""
+def signature_findings(
+    folder: Path, names: Iterable[str], profile: Profile, trust: Sequence[Any] | None = None
+) -> list[Finding]:
+    """BA601 for each file in `folder` whose signature does not verify (with `trust`: or whose
+    signer those roots did not issue), BA602 for an unsigned one that the profile's pinned
+    build has signed (`signed = true` on its artifact)."""
     found: list[Finding] = []
     for name in names:
         try:  # our reader first: it knows in milliseconds that a file has no signature at all
             signed = read_pe(folder / name).signed  # (LIEF needs seconds for a 0.5 GB DLL)
         except InputFileError:
             continue  # unreadable: the audit reports it already (BA001)
-        signature = check_signature(folder / name) if signed else UNSIGNED
+        signature = check_signature(folder / name, trust) if signed else UNSIGNED
         if signature.state is SignatureState.INVALID:
             message = (
                 f"{name}: the signature of {signature.signer} does not verify ({signature.detail})"

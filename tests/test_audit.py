@@ -417,7 +417,8 @@ def test_built_gpu_bundle_audits_clean(gpu_bundle: Path, via_lock: bool) -> None
         ("BA305", ["onnxruntime.dll"])
     ]
     assert data["profile"] == GPU  # from the lock file: no --profile given
-    assert data["summary"] == {"error": 0, "warning": 0, "info": 1, "files": 22}
+    # 21 bundled DLLs, hello.exe and bundle-doctor.exe
+    assert data["summary"] == {"error": 0, "warning": 0, "info": 1, "files": 23}
     plan = data["plan"]
     assert isinstance(plan, dict)
     assert plan["statuses"]["bundled"] == 21 and plan["driver"] == ["nvcuda.dll"]
@@ -428,7 +429,7 @@ def test_built_cpu_bundle_audits_clean(cpu_bundle: Path) -> None:
     data, code = audit_cli(str(cpu_bundle / LOCK_NAME), "--strict")
     assert code == 0, data["findings"]
     assert data["profile"] == CPU
-    assert data["summary"] == {"error": 0, "warning": 0, "info": 1, "files": 7}
+    assert data["summary"] == {"error": 0, "warning": 0, "info": 1, "files": 8}  # the doctor too
 
 
 @pytest.mark.realdata

@@ -62,6 +62,16 @@ def audit(
         bool,
         typer.Option("--signatures", help="Also verify the DLLs' Authenticode signatures."),
     ] = False,
+    trust: Annotated[
+        Path | None,
+        typer.Option(
+            "--trust",
+            metavar="CA.pem",
+            help="With --signatures: signers must be issued by these root CAs (a PEM file) "
+            "instead of only verifying; PATH may then also be one signed .exe or .dll, such as "
+            "a setup.exe or unins000.exe.",
+        ),
+    ] = None,
     run_args: Annotated[
         list[str] | None,
         typer.Option("--run-arg", metavar="ARG", help="An argument for the app with --run."),
@@ -85,6 +95,16 @@ def audit(
     from bundler.audit.run import audit as run_audit
     from bundler.audit.suppressions import parse_suppression
 
+    if trust is not None:
+        if not signatures:
+            raise typer.BadParameter("--trust needs --signatures.", param_hint="--trust")
+        if path.is_file() and path.suffix.lower() in (".exe", ".dll"):
+            _audit_one_signature(path, trust)
+            return
+        raise typer.BadParameter(
+            "--trust checks one signed .exe or .dll for now (a folder: not yet).",
+            param_hint="--trust",
+        )
     rules = [parse_suppression(text) for text in ignore or ()]
     with _audit_target(path) as (target, inner):
         report = run_audit(target, profile, rules, verify=verify)
@@ -123,6 +143,18 @@ def _audit_target(path: Path) -> Iterator[tuple[Path, str | None]]:
         return
     with unpacked(path) as (target, inner):
         yield target, inner
+
+
+def _audit_one_signature(path: Path, trust: Path) -> None:
+    """--signatures --trust CA.pem on one file: its signature verifies and CA.pem issued its
+    signer (exit 0), or not (exit 17)."""
+    from bundler.signatures import SignatureState, check_signature, load_trust
+
+    signature = check_signature(path, load_trust(trust))
+    by = f" by {signature.signer}" if signature.signer else ""
+    typer.echo(f"{path.name}: {signature.state.value}{by} ({signature.detail})")
+    if signature.state is not SignatureState.VALID:
+        raise typer.Exit(ExitCode.AUDIT_ERRORS)
 
 
 def _print_explanation(report: AuditReport, dll: str, as_json: bool) -> None:

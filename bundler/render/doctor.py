@@ -29,8 +29,15 @@ def doctor_data(lock: Lock) -> str:
 
 
 def write_doctor_data(lock: Lock, folder: Path) -> Path:
+    """Written only when it differs from what is there (a no-op rebuild writes nothing)."""
     path = folder / DOCTOR_DATA
-    write_text(path, doctor_data(lock))
+    text = doctor_data(lock)
+    try:
+        same = path.read_text(encoding="utf-8") == text
+    except (OSError, UnicodeDecodeError):
+        same = False
+    if not same:
+        write_text(path, text)
     return path
 
 

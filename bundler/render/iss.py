@@ -27,6 +27,7 @@ from bundler.render.engine import (
     render,
     write_text,
 )
+from bundler.render.sign import SIGN_TOOL_NAME, SignSettings, write_sign_command
 
 ISS_NAME = "setup.iss"
 TEMPLATE = "setup.iss.j2"
@@ -53,6 +54,7 @@ class IssSettings:
     shortcut: bool = False  # a Start-menu shortcut to the app
     require_gpu: bool | None = None  # default: the profile's gpu_driver.require
     install_scope: str = "machine"  # "machine" (admin), "user" (no admin) or "ask"
+    sign: SignSettings | None = None  # bundle.toml [sign]: sign the setup and its uninstaller
 
     def checked(self, vc_runtime: str | None = None) -> IssSettings:
         """The settings, validated before anything is built or written (with the bundle's VC++
@@ -71,6 +73,8 @@ class IssSettings:
                 f"installer compression '{self.compression}' is not one Inno Setup knows; "
                 "use lzma2 (the default), lzma2/fast, zip, zip/1 ... zip/9, bzip or none."
             )
+        if self.sign is not None:
+            self.sign.checked()
         for text in (self.app_name, self.app_version, self.publisher, self.app_id):
             if text is not None:
                 inno_directive(text)  # refuses what no Inno line can hold, before any work
@@ -88,6 +92,7 @@ class IssResult:
     app_version: str | None  # None: the script has no version (see the warning)
     disk_spanning: bool
     files: int
+    sign_command: Path | None = None  # signtool.txt: the command for ISCC's /Sbundlesign=
 
 
 INSTALL_SCOPES = ("machine", "user", "ask")
@@ -113,7 +118,10 @@ def write_iss(lock: Lock, bundle_dir: Path, script: Path, settings: IssSettings)
     prefix = relative_folder(bundle_dir, script.parent)
     values = iss_values(lock, settings, _payload_bytes(lock, bundle_dir), prefix)
     write_text(script, render(TEMPLATE, **values), bom=True, newline="\r\n")
-    return IssResult(script, values["app_version"], values["disk_spanning"], len(values["files"]))
+    signing = write_sign_command(settings.sign, script.parent) if settings.sign else None
+    return IssResult(
+        script, values["app_version"], values["disk_spanning"], len(values["files"]), signing
+    )
 
 
 def iss_values(
@@ -155,6 +163,7 @@ def iss_values(
         "installed_names": [entry.name for entry in lock.payload() if entry.kind != "installer"],
         "doctor_exe": DOCTOR_EXE,
         "doctor_data": DOCTOR_DATA,
+        "sign_tool": SIGN_TOOL_NAME if settings.sign is not None else None,
     }
 
 

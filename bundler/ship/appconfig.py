@@ -27,6 +27,14 @@ needs no flags.
     project_dir = "app"                # the .vcxproj's folder: the post-build event names
                                        # postbuild.cmd relative to $(ProjectDir)
 
+    [sign]                             # sign the setup and its uninstaller (docs/building.md)
+    tool = "osslsigncode"              # "signtool", "osslsigncode" or "custom"
+    certificate = "certs/release.pfx"  # relative to this file's folder; or a pkcs11: URI
+    password_env = "PFX_PASSWORD"      # the NAME of the variable holding the password
+    timestamp_url = "http://timestamp.digicert.com"
+    description = "Hello"
+    # command = "mysign.exe $f"        # tool = "custom": Inno's Sign Tool command
+
 Command-line flags override these values. Paths are relative to the folder of bundle.toml.
 """
 
@@ -40,6 +48,7 @@ from bundler.errors import ConfigError
 from bundler.manifest import Table
 from bundler.render.iss import DEFAULT_COMPRESSION, IssSettings
 from bundler.render.postbuild import PostbuildSettings
+from bundler.render.sign import SignSettings, refuse_secrets
 
 CONFIG_NAME = "bundle.toml"
 
@@ -105,6 +114,10 @@ def load_config(path: Path) -> AppConfig:
             doctor=render.boolean("doctor", None),
         )
         render.done()
+    sign = root.table("sign", None)
+    if sign is not None:
+        config = replace(config, installer=replace(config.installer, sign=_sign(sign, base)))
+        sign.done()
     build.done()
     root.done()
     return config
@@ -129,6 +142,22 @@ def _installer(table: Table) -> IssSettings:
         require_gpu=table.boolean("require_gpu", None),
         install_scope=table.string("install_scope", "machine"),
     )
+
+
+def _sign(table: Table, base: Path) -> SignSettings:
+    """[sign]: a certificate path is relative to bundle.toml (a pkcs11: URI is kept)."""
+    refuse_secrets(table)
+    certificate = table.string("certificate", None)
+    if certificate is not None and not certificate.startswith("pkcs11:"):
+        certificate = str(base / certificate)
+    return SignSettings(
+        tool=table.string("tool"),
+        command=table.string("command", None),
+        certificate=certificate,
+        password_env=table.string("password_env", None),
+        timestamp_url=table.string("timestamp_url", None),
+        description=table.string("description", None),
+    ).checked()
 
 
 def _postbuild(table: Table, base: Path) -> PostbuildSettings | None:

@@ -1,0 +1,258 @@
+"""Signing the installer ([sign] in bundle.toml): the real ISCC under Wine signs the setup and
+its uninstaller with osslsigncode, using a test CA made here; both verify against that CA
+(osslsigncode verify -CAfile, bundle audit --signatures --trust), a flipped byte does not,
+and the PFX password appears in no file bundle wrote.
+
+Under Wine the osslsigncode preset (`cmd /c osslsigncode ...`) finds osslsigncode.cmd in the
+prefix's C:\\windows, which starts Debian's /usr/bin/osslsigncode through `start /unix /wait`
+and a small shim turning the Windows paths ISCC passes (Z:\\..., C:\\...) into Unix ones.
+"""
+
+from __future__ import annotations
+
+import datetime
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CPU, HELLO, require
+from tests.conftest import bundle_from_cache as bundle
+from tests.support.inno import InnoSetup
+
+PASSWORD_ENV = "BUNDLE_TEST_PFX_PASSWORD"
+PASSWORD = "Pfx-s3cret-7731"  # what must never appear in a rendered file
+
+
+@dataclass(frozen=True)
+class Pki:
+    ca_pem: Path
+    pfx: Path
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    """A code-signing root CA and a leaf it issued, the leaf as a PFX with PASSWORD."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.hazmat.primitives.serialization import pkcs12
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    folder = tmp_path_factory.mktemp("pki")
+    now = datetime.datetime.now(datetime.UTC)
+
+    def name(text: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, text)])
+
+    def certificate(
+        subject: str, key: rsa.RSAPrivateKey, issuer: str, signer: rsa.RSAPrivateKey, ca: bool
+    ) -> x509.Certificate:
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(name(subject))
+            .issuer_name(name(issuer))
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=30))
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        )
+        if not ca:
+            usage = x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CODE_SIGNING])
+            builder = builder.add_extension(usage, critical=False)
+        return builder.sign(signer, hashes.SHA256())
+
+    ca_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    leaf_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    ca = certificate("bundle test CA", ca_key, "bundle test CA", ca_key, ca=True)
+    leaf = certificate("bundle test signer", leaf_key, "bundle test CA", ca_key, ca=False)
+    ca_pem = folder / "ca.pem"
+    ca_pem.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    pfx = folder / "signer.pfx"
+    encryption = serialization.BestAvailableEncryption(PASSWORD.encode())
+    pfx.write_bytes(pkcs12.serialize_key_and_certificates(b"s", leaf_key, leaf, [ca], encryption))
+    return Pki(ca_pem, pfx)
+
+
+def config(folder: Path, sign: str) -> Path:
+    """An app folder with hello.exe and a bundle.toml whose [sign] table is `sign`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(HELLO, folder / "hello.exe")
+    path = folder / "bundle.toml"
+    path.write_text(
+        f'[build]\nexe = "hello.exe"\nprofile = "{CPU}"\nout = "dist"\n\n'
+        f'[render]\ncompression = "zip/1"\n\n[sign]\n{sign}'
+    )
+    return path
+
+
+# --- configuration errors: one line, exit 14, before any work ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sign", "message"),
+    [
+        ('tool = "gpg"\ncertificate = "a.pfx"\n', "tool 'gpg' is not one of"),
+        ('tool = "osslsigncode"\n', "needs certificate"),
+        (
+            'tool = "signtool"\ncertificate = "a.pfx"\npassword = "hunter2"\n',
+            "never put a password",
+        ),
+        (
+            'tool = "osslsigncode"\ncertificate = "a.pfx"\npassword_env = "%X%"\n',
+            "not an environment",
+        ),
+        ('tool = "custom"\ncommand = "sign.exe"\n', "$f"),
+    ],
+)
+def test_a_bad_sign_table_is_one_line_and_exit_14(tmp_path: Path, sign: str, message: str) -> None:
+    path = config(tmp_path / "app", sign)
+    result = bundle("build", "--config", str(path), "--cache-dir", str(tmp_path / "cache"))
+    assert result.returncode == 14, result.stderr
+    assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+    assert "hunter2" not in result.stderr
+
+
+# --- the real thing: ISCC under Wine signs with osslsigncode --------------------------------
+
+SHIM = """#!{python}
+# Wine's `start /unix` passes the Windows paths ISCC gave: make them Unix paths again.
+import os, re, sys
+def unix(arg):
+    match = re.match(r"([A-Za-z]):\\\\(.*)", arg)
+    if not match:
+        return arg
+    drive = os.path.realpath(os.path.join({dosdevices!r}, match[1].lower() + ":"))
+    return os.path.join(drive, match[2].replace("\\\\", "/"))
+os.execv("/usr/bin/osslsigncode", ["osslsigncode", *map(unix, sys.argv[1:])])
+"""
+
+
+def install_osslsigncode(inno: InnoSetup, folder: Path) -> None:
+    """osslsigncode.cmd on the prefix's PATH, running Debian's osslsigncode."""
+    require(shutil.which("osslsigncode") is not None, "apt-get install osslsigncode")
+    shim = folder / "osslsigncode-shim"
+    dosdevices = str(inno.prefix / "dosdevices")
+    shim.write_text(SHIM.format(python=sys.executable, dosdevices=dosdevices))
+    shim.chmod(0o755)
+    cmd = f"@start /unix /wait {shim} %*\r\n@exit /b %errorlevel%\r\n"
+    (inno.prefix / "drive_c" / "windows" / "osslsigncode.cmd").write_text(cmd)
+
+
+@dataclass(frozen=True)
+class Signed:
+    dist: Path
+    setup: Path
+    uninstaller: Path
+    app: Path
+
+
+@pytest.fixture(scope="module")
+def signed(
+    inno: InnoSetup, cpu_cache: Path, pki: Pki, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Signed]:
+    work = tmp_path_factory.mktemp("signed")
+    install_osslsigncode(inno, work)
+    sign = (
+        f'tool = "osslsigncode"\ncertificate = "{pki.pfx}"\n'
+        f'password_env = "{PASSWORD_ENV}"\ndescription = "Hello $1 & co"\n'
+    )
+    path = config(work / "app", sign)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(PASSWORD_ENV, PASSWORD)
+        built = bundle("build", "--config", str(path), "--cache-dir", str(cpu_cache))
+        assert built.returncode == 0, built.stderr
+        dist = work / "app" / "dist"
+        command = (dist / "signtool.txt").read_text(encoding="utf-8")
+        compiled = inno.compile(dist / "setup.iss", work / "output", f"/Sbundlesign={command}")
+    compiled.check()
+    folder = r"C:\signed (test)"
+    inno.install(compiled.setup_exe, folder, log=work / "setup.log").check()
+    app = inno.unix_path(folder)
+    try:
+        yield Signed(dist, compiled.setup_exe, app / "unins000.exe", app)
+    finally:
+        shutil.rmtree(app, ignore_errors=True)
+
+
+def osslsigncode_verify(exe: Path, ca: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["osslsigncode", "verify", "-CAfile", str(ca), "-in", str(exe)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def audit_trust(exe: Path, ca: Path) -> subprocess.CompletedProcess[str]:
+    return bundle("audit", str(exe), "--signatures", "--trust", str(ca))
+
+
+@pytest.mark.real_tools
+def test_the_setup_and_its_uninstaller_verify_against_the_test_ca(signed: Signed, pki: Pki) -> None:
+    lines = (signed.dist / "setup.iss").read_text(encoding="utf-8-sig").splitlines()
+    assert "SignTool=bundlesign" in lines and "SignedUninstaller=yes" in lines
+    for exe in (signed.setup, signed.uninstaller):
+        checked = osslsigncode_verify(exe, pki.ca_pem)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        audited = audit_trust(exe, pki.ca_pem)
+        assert audited.returncode == 0, audited.stdout + audited.stderr
+        assert "valid by" in audited.stdout and "bundle test signer" in audited.stdout
+
+
+@pytest.mark.real_tools
+def test_a_flipped_byte_or_another_ca_fails_the_check(
+    signed: Signed, pki: Pki, tmp_path: Path
+) -> None:
+    data = bytearray(signed.setup.read_bytes())
+    data[0x400] ^= 0xFF  # in the code, which the Authenticode hash covers
+    flipped = tmp_path / "flipped-setup.exe"
+    flipped.write_bytes(bytes(data))
+    assert osslsigncode_verify(flipped, pki.ca_pem).returncode != 0
+    audited = audit_trust(flipped, pki.ca_pem)
+    assert audited.returncode == 17, audited.stdout + audited.stderr
+    assert "invalid" in audited.stdout
+    other = tmp_path / "other.pem"  # a CA that did not issue the signer
+    other.write_bytes(_other_ca())
+    untrusted = audit_trust(signed.setup, other)
+    assert untrusted.returncode == 17, untrusted.stdout + untrusted.stderr
+    assert "not trusted" in untrusted.stdout
+
+
+def _other_ca() -> bytes:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import NameOID
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "bundle test CA")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=30))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    return certificate.public_bytes(serialization.Encoding.PEM)
+
+
+@pytest.mark.real_tools
+def test_no_rendered_or_installed_file_holds_the_password(signed: Signed) -> None:
+    command = (signed.dist / "signtool.txt").read_text(encoding="utf-8")
+    assert f"%{PASSWORD_ENV}%" in command  # by name, expanded by cmd at sign time
+    secret = PASSWORD.encode()
+    for folder in (signed.dist.parent, signed.app):
+        for path in folder.rglob("*"):
+            if path.is_file():
+                assert secret not in path.read_bytes(), path
