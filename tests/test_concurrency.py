@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bundler.lock import read_lock
+from bundler.render.doctor import doctor_data
 from tests.support.httpserver import HttpServer
 from tests.support.slowrelease import DEPS, NAME, PATH, Release, app_exe, make_release, mirror_args
 from tests.support.slowrelease import serve_slowly as serve
@@ -62,9 +64,13 @@ def check_folder_matches_lock(out: Path) -> dict[str, object]:
     found = {
         path.relative_to(out).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
         for path in out.rglob("*")
-        if path.is_file() and path.name != "bundle.lock.json"
+        if path.is_file() and path.name not in ("bundle.lock.json", "bundle-doctor.dat")
     }
     assert found == expected
+    # the doctor's data file is the lock's view, complete
+    written = read_lock(out / "bundle.lock.json")
+    assert written is not None
+    assert (out / "bundle-doctor.dat").read_text() == doctor_data(written)
     assert {"onnxruntime.dll", *DEPS} <= set(expected)
     return lock
 
