@@ -102,16 +102,17 @@ def sign_command(settings: SignSettings) -> str:
             parts += ["/tr", _quoted(settings.timestamp_url), "/td sha256"]
         parts += ["/d", _quoted(settings.description)] if settings.description else []
         return " ".join([*parts, "$f"])
+    # osslsigncode cannot sign in place: to FILE.signed, then over the file. $f is quoted, and
+    # cmd's move cannot take "FILE".signed: the for loop's %~I is the file name unquoted.
     if settings.certificate.startswith("pkcs11:"):
-        parts = ["cmd /c osslsigncode sign -pkcs11cert", cert, "-key", cert]
+        parts = ["cmd /c for %I in ($f) do (osslsigncode sign -pkcs11cert", cert, "-key", cert]
     else:
-        parts = ["cmd /c osslsigncode sign -pkcs12", cert]
+        parts = ["cmd /c for %I in ($f) do (osslsigncode sign -pkcs12", cert]
     parts += ["-pass", password] if password else []
     parts += ["-h sha256"]
     parts += ["-t", _quoted(settings.timestamp_url)] if settings.timestamp_url else []
     parts += ["-n", _quoted(settings.description)] if settings.description else []
-    # osslsigncode cannot sign in place: to FILE.signed, then over the file
-    parts += ["-in $f -out $f.signed && move /y $f.signed $f"]
+    parts += ['-in "%~I" -out "%~I.signed" && move /y "%~I.signed" "%~I")']
     return " ".join(parts)
 
 
