@@ -109,6 +109,27 @@ static size_t count_of(const Doctor *doctor, const char *severity)
     return n;
 }
 
+/* Errors first, then warnings, then info; within a severity in the order the checks found
+ * them (a stable insertion sort: a report has a handful of findings). Both reports read this. */
+static size_t severity_rank(const Data *data, const Finding *f)
+{
+    for (size_t s = 0; s < 3; s++)
+        if (strcmp(severity_of(data, f), SEVERITIES[s]) == 0)
+            return s;
+    return 3;
+}
+
+static void order_findings(Doctor *doctor)
+{
+    for (size_t i = 1; i < doctor->n_findings; i++) {
+        Finding *f = doctor->findings[i];
+        size_t rank = severity_rank(doctor->data, f), j = i;
+        for (; j > 0 && severity_rank(doctor->data, doctor->findings[j - 1]) > rank; j--)
+            doctor->findings[j] = doctor->findings[j - 1];
+        doctor->findings[j] = f;
+    }
+}
+
 /* --- the report ---------------------------------------------------------------------------- */
 
 static void text_report(const Doctor *doctor, int exit_code, StrBuf *out)
@@ -131,19 +152,17 @@ static void text_report(const Doctor *doctor, int exit_code, StrBuf *out)
                   m->gpus[i].name, m->gpus[i].major, m->gpus[i].minor, m->gpus[i].major,
                   m->gpus[i].minor, m->gpus[i].memory >> 20);
     sb_add(out, "\n");
-    for (int s = 0; s < 3; s++)
-        for (size_t i = 0; i < doctor->n_findings; i++) {
-            const Finding *f = doctor->findings[i];
-            if (strcmp(severity_of(data, f), SEVERITIES[s]) != 0)
-                continue;
-            const CheckRow *row = check_row(data, f->code);
-            sb_printf(out, "%s %s %s: %s\n", SEVERITIES[s], f->code, row ? row->name : "unknown",
-                      f->message);
-            if (row)
-                sb_printf(out, "    (%s)\n", row->title);
-            for (size_t d = 0; d < f->n_details; d++)
-                sb_printf(out, "    %s\n", f->details[d]);
-        }
+    for (size_t i = 0; i < doctor->n_findings; i++) { /* in severity order: order_findings */
+        const Finding *f = doctor->findings[i];
+        const char *severity = severity_of(data, f);
+        const CheckRow *row = check_row(data, f->code);
+        sb_printf(out, "%s %s %s: %s\n", severity, f->code, row ? row->name : "unknown",
+                  f->message);
+        if (row)
+            sb_printf(out, "    (%s)\n", row->title);
+        for (size_t d = 0; d < f->n_details; d++)
+            sb_printf(out, "    %s\n", f->details[d]);
+    }
     size_t errors = count_of(doctor, "error"), warnings = count_of(doctor, "warning");
     size_t infos = count_of(doctor, "info");
     if (!doctor->n_findings)
@@ -212,28 +231,23 @@ static void json_report(const Doctor *doctor, int exit_code, StrBuf *out)
     sb_add(out, ", ");
     json_machine(doctor, out);
     sb_add(out, ", \"findings\": [");
-    int first = 1;
-    for (int s = 0; s < 3; s++)
-        for (size_t i = 0; i < doctor->n_findings; i++) {
-            const Finding *f = doctor->findings[i];
-            if (strcmp(severity_of(data, f), SEVERITIES[s]) != 0)
-                continue;
-            const CheckRow *row = check_row(data, f->code);
-            sb_add(out, first ? "{\"code\": " : ", {\"code\": ");
-            first = 0;
-            sb_json(out, f->code);
-            sb_add(out, ", \"name\": ");
-            sb_json(out, row ? row->name : "unknown");
-            sb_add(out, ", \"severity\": ");
-            sb_json(out, SEVERITIES[s]);
-            sb_add(out, ", \"files\": ");
-            json_list(out, f->files, f->n_files);
-            sb_add(out, ", \"message\": ");
-            sb_json(out, f->message);
-            sb_add(out, ", \"details\": ");
-            json_list(out, f->details, f->n_details);
-            sb_add(out, "}");
-        }
+    for (size_t i = 0; i < doctor->n_findings; i++) { /* in severity order: order_findings */
+        const Finding *f = doctor->findings[i];
+        const CheckRow *row = check_row(data, f->code);
+        sb_add(out, i ? ", {\"code\": " : "{\"code\": ");
+        sb_json(out, f->code);
+        sb_add(out, ", \"name\": ");
+        sb_json(out, row ? row->name : "unknown");
+        sb_add(out, ", \"severity\": ");
+        sb_json(out, severity_of(data, f));
+        sb_add(out, ", \"files\": ");
+        json_list(out, f->files, f->n_files);
+        sb_add(out, ", \"message\": ");
+        sb_json(out, f->message);
+        sb_add(out, ", \"details\": ");
+        json_list(out, f->details, f->n_details);
+        sb_add(out, "}");
+    }
     sb_printf(out, "], \"summary\": {\"error\": %zu, \"warning\": %zu, \"info\": %zu}, "
                    "\"exit_code\": %d}\n",
               count_of(doctor, "error"), count_of(doctor, "warning"), count_of(doctor, "info"),
@@ -340,6 +354,7 @@ int wmain(int argc, wchar_t **argv)
         check_loads(&doctor);
     }
 
+    order_findings(&doctor);
     int exit_code = count_of(&doctor, "error") ? EXIT_FINDINGS : EXIT_OK;
     StrBuf out;
     sb_init(&out);

@@ -85,6 +85,9 @@ class BuildOptions:
     doctor: bool = True  # ship bundle-doctor.exe and bundle-doctor.dat
     gpus: tuple[str, ...] | None = None  # target GPUs; None: the profile's
 
+    def gpu_targets(self, profile: Profile) -> tuple[str, ...]:
+        return self.gpus if self.gpus is not None else profile.gpus
+
     def iss_path(self, out: Path) -> Path | None:
         if self.iss is False:
             return None
@@ -117,7 +120,7 @@ def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
             "--vc-runtime installer needs --vc-redist PATH (the vc_redist.x64.exe to ship)."
         )
     options.installer.checked(mode)  # invalid installer settings fail before any work
-    for target in options.gpus if options.gpus is not None else profile.gpus:
+    for target in options.gpu_targets(profile):
         parse_target(target)  # a misspelt GPU fails before any work
     if options.archive is not None:
         from bundler.ship.archive import archive_format
@@ -253,7 +256,7 @@ def _lock(
         vc_runtime_min=required_vc_runtime(plan),
         gpu_driver=profile.gpu_driver,
         ort_version=ort_version(profile),
-        gpus=options.gpus if options.gpus is not None else profile.gpus,
+        gpus=options.gpu_targets(profile),
         loads=load_order(plan) if options.doctor else (),
         doctor=options.doctor,
     )
