@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,7 @@ from typing import Any
 import pytest
 
 from bundler.resources import doctor_exe as shipped_doctor_exe
-from tests.conftest import HELLO, REPO, require
+from tests.conftest import HELLO, REPO, pip_env, require
 from tests.support import doctor as data
 from tests.support.wine import NATIVE_VC_RUNTIME, Wine
 from tests.test_build import build, linked_copy
@@ -304,6 +306,29 @@ def test_sm_80_has_no_code_in_the_1_22_provider(
     [item] = findings(document, "BA701")
     assert item["files"] == [PROVIDER] and "sm_80" in item["message"]
     assert any("SASS sm_52,sm_61,sm_75,sm_86,sm_89, PTX sm_90" in d for d in item["details"])
+
+
+@pytest.mark.realdata
+def test_a_real_1_22_0_bundle_has_no_code_for_sm_80(
+    wine: Wine, machine: Machine, gpu_cache: Path, tmp_path: Path
+) -> None:
+    """The ORT 1.22.0 GPU bundle as `bundle build --ort 1.22.0` makes it: its lock holds the
+    provider's code as read from the real DLL, and the doctor finds none for an A100 (8.0)."""
+    out = tmp_path / "dist"
+    built = subprocess.run(
+        [sys.executable, "-m", "bundler", "build", str(HELLO), "--ort", "1.22.0", "--out",
+         str(out), "--cache-dir", str(gpu_cache), "--link"],
+        capture_output=True, text=True, env={**os.environ, "BUNDLE_DEBUG": "", **pip_env()},
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    machine.driver()
+    document, code = report(wine, out / "bundle-doctor.exe", gpus="sm_80")
+    assert code == 17
+    [item] = findings(document, "BA701")
+    assert PROVIDER in item["files"] and "sm_80" in item["message"]
+    # docs/field-notes.md#gpu-code: SASS sm_52 61 75 86 89, PTX sm_90 (cuobjdump, every blob)
+    provider = next(line for line in item["details"] if line.startswith(PROVIDER))
+    assert "sm_52,sm_61,sm_75,sm_86,sm_89" in provider and "PTX sm_90" in provider
 
 
 @pytest.mark.realdata
