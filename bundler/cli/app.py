@@ -79,33 +79,6 @@ IndexUrlOption = Annotated[
     str | None,
     typer.Option("--index-url", help="PEP 691 package index (default: $PIP_INDEX_URL or PyPI)."),
 ]
-AppNameOption = Annotated[
-    str | None, typer.Option("--app-name", help="Installer: the app's name (default: exe name).")
-]
-AppVersionOption = Annotated[
-    str | None,
-    typer.Option("--app-version", help="Installer: the version (default: the exe's FileVersion)."),
-]
-PublisherOption = Annotated[
-    str | None, typer.Option("--publisher", help="Installer: the publisher's name.")
-]
-CompressionOption = Annotated[
-    str | None,
-    typer.Option(
-        "--iss-compression", help="Installer: Inno Setup compression (default lzma2; zip/1 fast)."
-    ),
-]
-ShortcutOption = Annotated[
-    bool | None,
-    typer.Option("--shortcut/--no-shortcut", help="Installer: a Start-menu shortcut to the app."),
-]
-RequireGpuOption = Annotated[
-    bool | None,
-    typer.Option(
-        "--require-gpu/--allow-cpu",
-        help="Installer: a silent install fails without a good enough NVIDIA driver.",
-    ),
-]
 LockOption = Annotated[
     Path | None,
     typer.Option("--lock", help="The bundle's lock file (default: from bundle.toml, or ./)."),
@@ -116,17 +89,11 @@ RenderConfigOption = Annotated[
 SourceOption = Annotated[
     str, typer.Option("--source", help="auto (url, then pip, then dir), url, pip or dir.")
 ]
-MirrorOption = Annotated[
-    list[str] | None,
-    typer.Option("--mirror", help="Folder or URL holding the archives by name (repeatable)."),
-]
-OfflineOption = Annotated[
-    bool, typer.Option("--offline", help="No network: cache, mirror folders, local installs.")
-]
 AllowHttpOption = Annotated[bool, typer.Option("--allow-http", help="Allow plain-http:// mirrors.")]
 
 
-def _choose_cache_dir(folder: Path | None) -> Path | None:
+def choose_cache_dir(folder: Path | None) -> Path | None:
+    """--cache-dir's callback: the folder for everything of this run that keeps files."""
     from bundler.acquire.cache import choose_cache_dir
 
     return choose_cache_dir(folder)
@@ -137,6 +104,6 @@ CacheDirOption = Annotated[
     typer.Option(
         "--cache-dir",
         help="Download cache (default: $BUNDLE_CACHE_DIR or the user cache).",
-        callback=_choose_cache_dir,
+        callback=choose_cache_dir,
     ),
 ]

@@ -11,17 +11,15 @@ import typer
 # so starting the CLI costs what the command uses (benchmarks/, P3).
 from bundler.cli import views
 from bundler.cli.app import (
-    AllowHttpOption,
     CacheDirOption,
     JsonOption,
-    MirrorOption,
-    OfflineOption,
     ProfileOption,
     SearchOption,
     SourceOption,
     app,
     cache_app,
 )
+from bundler.cli.groups import ANY_SOURCE, Sources, takes
 from bundler.profiles import DEFAULT_PROFILE
 
 if TYPE_CHECKING:
@@ -29,13 +27,11 @@ if TYPE_CHECKING:
 
 
 @app.command()
+@takes
 def fetch(
     profile: ProfileOption = DEFAULT_PROFILE,
     source: SourceOption = "auto",
-    cache_dir: CacheDirOption = None,
-    mirror: MirrorOption = None,
-    offline: OfflineOption = False,
-    allow_http: AllowHttpOption = False,
+    sources: Sources = ANY_SOURCE,
     verify: Annotated[bool, typer.Option("--verify", help="Re-hash cached files too.")] = False,
     search: SearchOption = None,
     to: Annotated[
@@ -45,20 +41,12 @@ def fetch(
     as_json: JsonOption = False,
 ) -> None:
     """Acquire and verify every artifact of a profile; print what came from where."""
-    from bundler.acquire.artifacts import AcquireOptions, acquire_profile, export_archives
+    from bundler.acquire.artifacts import acquire_profile, export_archives
     from bundler.acquire.cache import Cache
-    from bundler.acquire.download import DownloadPolicy
     from bundler.cli.progress import progress_for
     from bundler.profiles import load_profile
 
-    options = AcquireOptions(
-        mode=source,
-        mirrors=tuple(mirror or ()),
-        offline=offline,
-        verify=verify,
-        search=tuple(search or ()),
-        policy=DownloadPolicy(allow_http=allow_http),
-    )
+    options = sources.acquire(mode=source, verify=verify, search=tuple(search or ()))
     cache = Cache.chosen()
     acquired = acquire_profile(load_profile(profile), cache, options, progress_for)
     if to is not None:

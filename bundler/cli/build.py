@@ -3,7 +3,6 @@ bundle and its views."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -13,26 +12,29 @@ import typer
 # so starting the CLI costs what the command uses (benchmarks/, P3).
 from bundler.cli import views
 from bundler.cli.app import (
-    AllowHttpOption,
-    AppNameOption,
-    AppVersionOption,
-    CacheDirOption,
-    CompressionOption,
     ForceOption,
     JsonOption,
     LinkOption,
     LockOption,
-    MirrorOption,
-    OfflineOption,
     ProfileOption,
-    PublisherOption,
     RenderConfigOption,
-    RequireGpuOption,
     SearchOption,
-    ShortcutOption,
     SourceOption,
     app,
     render_app,
+)
+from bundler.cli.groups import (
+    ANY_SOURCE,
+    DEFAULT_OUTPUTS,
+    NO_INSTALLER_FLAGS,
+    VC_AS_CONFIGURED,
+    WRITE_AS_CONFIGURED,
+    Installer,
+    Outputs,
+    Sources,
+    VcRuntime,
+    Writing,
+    takes,
 )
 from bundler.errors import ConfigError
 from bundler.options import Options
@@ -41,11 +43,11 @@ from bundler.render.msbuild import DEFAULT_OUT
 
 if TYPE_CHECKING:
     from bundler.lock import Lock
-    from bundler.render.iss import IssSettings
     from bundler.ship.appconfig import AppConfig
 
 
 @app.command()
+@takes
 def build(
     exe: Annotated[
         Path | None,
@@ -65,63 +67,19 @@ def build(
         Path | None, typer.Option("--out", help="Output folder (default: the exe's folder).")
     ] = None,
     search: SearchOption = None,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Show the plan, write nothing.")
-    ] = False,
-    clean: Annotated[
-        bool, typer.Option("--clean", help="First remove the files an earlier build wrote.")
-    ] = False,
-    force: ForceOption = False,
-    link: LinkOption = None,
-    locked: Annotated[
-        bool, typer.Option("--locked", help="Fail if the result differs from bundle.lock.json.")
-    ] = False,
-    vc_runtime: Annotated[
-        str | None, typer.Option("--vc-runtime", help="app-local or installer.")
-    ] = None,
-    vc_redist: Annotated[
-        Path | None, typer.Option("--vc-redist", help="vc_redist.x64.exe for installer mode.")
-    ] = None,
-    sbom: Annotated[
-        bool | None, typer.Option("--sbom/--no-sbom", help="Write a CycloneDX SBOM.")
-    ] = None,
     config: Annotated[
         Path | None, typer.Option("--config", help="bundle.toml to read (default: beside EXE).")
     ] = None,
-    cache_dir: CacheDirOption = None,
-    mirror: MirrorOption = None,
-    offline: OfflineOption = False,
-    allow_http: AllowHttpOption = False,
-    iss: Annotated[
-        Path | None,
-        typer.Option("--iss", help="Write the Inno Setup script here (default: OUT/setup.iss)."),
-    ] = None,
-    no_iss: Annotated[bool, typer.Option("--no-iss", help="Write no Inno Setup script.")] = False,
-    no_postbuild: Annotated[
-        bool,
-        typer.Option("--no-postbuild", help="Write no postbuild.cmd / postbuild.event.xml."),
-    ] = False,
-    app_name: AppNameOption = None,
-    app_version: AppVersionOption = None,
-    publisher: PublisherOption = None,
-    iss_compression: CompressionOption = None,
-    shortcut: ShortcutOption = None,
-    require_gpu: RequireGpuOption = None,
-    archive: Annotated[
-        Path | None,
-        typer.Option("--archive", help="Also pack the bundle into this .zip or .7z file."),
-    ] = None,
-    no_doctor: Annotated[
-        bool,
-        typer.Option("--no-doctor", help="Ship no bundle-doctor.exe (the check on the target)."),
-    ] = False,
+    sources: Sources = ANY_SOURCE,
+    installer: Installer = NO_INSTALLER_FLAGS,
+    outputs: Outputs = DEFAULT_OUTPUTS,
+    vc: VcRuntime = VC_AS_CONFIGURED,
+    writing: Writing = WRITE_AS_CONFIGURED,
     as_json: JsonOption = False,
 ) -> None:
     """Deploy EXE's complete DLL closure next to it (or into --out), with a lock file and an
     Inno Setup script."""
-    from bundler.acquire.artifacts import AcquireOptions
     from bundler.acquire.cache import default_cache_dir
-    from bundler.acquire.download import DownloadPolicy
     from bundler.cli.progress import progress_for
     from bundler.ship.build import BuildOptions
     from bundler.ship.build import build as run_build
@@ -135,70 +93,24 @@ def build(
         exe=chosen_exe,
         profile=picked.pick("profile", profile or ort, settings.profile, None, DEFAULT_PROFILE)
         or DEFAULT_PROFILE,
-        cache_dir=picked.pick("cache_dir", cache_dir, default_factory=default_cache_dir)
+        cache_dir=picked.pick("cache_dir", sources.cache_dir, default_factory=default_cache_dir)
         or default_cache_dir(),
         out=picked.pick("out", out, settings.out),
         search=tuple(search or ()) + settings.search,
-        vc_runtime=picked.pick("vc_runtime", vc_runtime, settings.vc_runtime),
-        vc_redist=picked.pick("vc_redist", vc_redist, settings.vc_redist),
-        dry_run=dry_run,
-        clean=clean,
-        force=force,
-        link=bool(picked.pick("link", link, settings.link, None, False)),
-        locked=locked,
-        sbom=bool(picked.pick("sbom", sbom, settings.sbom, None, False)),
-        iss=False if no_iss else picked.pick("iss", iss, settings.iss, None, True) or False,
-        installer=_installer(
-            settings.installer,
-            app_name,
-            app_version,
-            publisher,
-            iss_compression,
-            shortcut,
-            require_gpu,
-            picked,
-        ),
-        archive=picked.pick("archive", archive, settings.archive),
-        postbuild=None if no_postbuild else settings.postbuild,
-        acquire=AcquireOptions(
-            mirrors=tuple(mirror or ()),
-            offline=offline,
-            policy=DownloadPolicy(allow_http=allow_http),
-        ),
+        installer=installer.over(settings.installer, picked),
+        acquire=sources.acquire(),
         options=picked,
-        doctor=bool(
-            picked.pick("doctor", False if no_doctor else None, settings.doctor, None, True)
-        ),
+        **outputs.over(settings, picked),
+        **vc.over(settings, picked),
+        **writing.over(settings, picked),
         gpus=picked.pick("gpus", None, settings.gpus),
     )
     result = run_build(options, progress_for)
     typer.echo(views.build_json(result) if as_json else views.build_report(result))
 
 
-def _installer(
-    base: IssSettings,
-    app_name: str | None,
-    app_version: str | None,
-    publisher: str | None,
-    compression: str | None,
-    shortcut: bool | None,
-    require_gpu: bool | None,
-    picked: Options | None = None,
-) -> IssSettings:
-    """bundle.toml's [render] settings with the command line's flags on top (one resolver)."""
-    pick = (picked or Options()).pick
-    return replace(
-        base,
-        app_name=pick("app_name", app_name, base.app_name),
-        app_version=pick("app_version", app_version, base.app_version),
-        publisher=pick("publisher", publisher, base.publisher),
-        compression=pick("iss_compression", compression, base.compression) or base.compression,
-        shortcut=bool(pick("shortcut", shortcut, base.shortcut)),
-        require_gpu=pick("require_gpu", require_gpu, base.require_gpu),
-    )
-
-
 @render_app.command("iss")
+@takes
 def render_iss(
     lock: LockOption = None,
     out: Annotated[
@@ -206,29 +118,16 @@ def render_iss(
         typer.Option("--out", help="Where to write the script (default: beside the lock file)."),
     ] = None,
     config: RenderConfigOption = None,
-    app_name: AppNameOption = None,
-    app_version: AppVersionOption = None,
-    publisher: PublisherOption = None,
-    iss_compression: CompressionOption = None,
-    shortcut: ShortcutOption = None,
-    require_gpu: RequireGpuOption = None,
+    installer: Installer = NO_INSTALLER_FLAGS,
 ) -> None:
     """Render the Inno Setup script of a built bundle from its lock file, without building."""
     from bundler.render.iss import ISS_NAME, write_iss
 
     settings = _app_config(config, None)
     lock_path, bundle = _lock_to_render(lock, settings)
-    installer = _installer(
-        settings.installer,
-        app_name,
-        app_version,
-        publisher,
-        iss_compression,
-        shortcut,
-        require_gpu,
-    ).checked()
+    chosen = installer.over(settings.installer).checked()
     target = out or (settings.iss if isinstance(settings.iss, Path) else None)
-    result = write_iss(bundle, lock_path.parent, target or lock_path.parent / ISS_NAME, installer)
+    result = write_iss(bundle, lock_path.parent, target or lock_path.parent / ISS_NAME, chosen)
     typer.echo(views.iss_report(result))
 
 
@@ -288,24 +187,20 @@ def _app_config(config: Path | None, exe: Path | None) -> AppConfig:
 
 
 @app.command()
+@takes
 def msbuild(
     profile: ProfileOption = DEFAULT_PROFILE,
     out: Annotated[
         Path, typer.Option("--out", help="The folder to lay out (default: ./ort-bundle).")
     ] = DEFAULT_OUT,
     source: SourceOption = "auto",
-    cache_dir: CacheDirOption = None,
-    mirror: MirrorOption = None,
-    offline: OfflineOption = False,
-    allow_http: AllowHttpOption = False,
+    sources: Sources = ANY_SOURCE,
     link: LinkOption = False,
     force: ForceOption = False,
 ) -> None:
     """Lay out a folder for Visual Studio: ORT's headers, import library and DLL closure, with
     ort-bundle.props and ort-bundle.targets to import in a .vcxproj."""
-    from bundler.acquire.artifacts import AcquireOptions
     from bundler.acquire.cache import default_cache_dir
-    from bundler.acquire.download import DownloadPolicy
     from bundler.cli.progress import progress_for
     from bundler.ship.msbuild import MsbuildOptions, lay_out
 
@@ -315,11 +210,6 @@ def msbuild(
         out=out,
         link=bool(link),
         force=force,
-        acquire=AcquireOptions(
-            mode=source,
-            mirrors=tuple(mirror or ()),
-            offline=offline,
-            policy=DownloadPolicy(allow_http=allow_http),
-        ),
+        acquire=sources.acquire(mode=source),
     )
     typer.echo(views.msbuild_report(lay_out(options, progress_for)))

@@ -15,12 +15,11 @@ from bundler.cli.app import (
     CacheDirOption,
     IndexUrlOption,
     JsonOption,
-    MirrorOption,
-    OfflineOption,
     SearchOption,
     SourceOption,
     profiles_app,
 )
+from bundler.cli.groups import ANY_SOURCE, Sources, takes
 from bundler.errors import ExitCode
 from bundler.profiles import DEFAULT_PROFILE
 
@@ -56,17 +55,16 @@ def profiles_show(
 
 
 @profiles_app.command("check")
+@takes
 def profiles_check(
     name: Annotated[str, typer.Argument(help="Profile name or .toml path.")],
     source: SourceOption = "auto",
-    cache_dir: CacheDirOption = None,
-    mirror: MirrorOption = None,
-    offline: OfflineOption = False,
+    sources: Sources = ANY_SOURCE,
     search: SearchOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Scan a profile's DLLs and compare what they load at run time with its rules."""
-    from bundler.acquire.artifacts import AcquireOptions, acquire_profile, dll_search_path
+    from bundler.acquire.artifacts import acquire_profile, dll_search_path
     from bundler.acquire.cache import Cache
     from bundler.cli.progress import progress_for
     from bundler.fit import require_resolved
@@ -77,9 +75,7 @@ def profiles_check(
     from bundler.system import load_system_policy
 
     profile = load_profile(name)
-    options = AcquireOptions(
-        mode=source, mirrors=tuple(mirror or ()), offline=offline, search=tuple(search or ())
-    )
+    options = sources.acquire(mode=source, search=tuple(search or ()))
     cache = Cache.chosen()
     acquired = acquire_profile(profile, cache, options, progress_for)
     provides = [entry for artifact in profile.artifacts for entry in artifact.provides]
