@@ -19,7 +19,10 @@ Read layer (check_signature: one file), plus the audit's judgement of a folder's
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import base64
+import binascii
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -58,19 +61,42 @@ def _lief() -> Any:
     return lief
 
 
-def load_trust(path: Path) -> list[Any]:
+_PEM_BLOCK = re.compile(rb"-----BEGIN CERTIFICATE-----(.*?)-----END CERTIFICATE-----", re.S)
+
+
+@dataclass(frozen=True)
+class Trust:
+    """The root CAs of a --trust file, as DER certificates. LIEF reads them only when it checks
+    a signature: LIEF 1.0 reads a lone certificate only after it has read a signed PE file
+    (before that, every certificate fails with mbedTLS's error -0x3B00)."""
+
+    path: Path
+    roots: tuple[bytes, ...]
+
+    def certificates(self, lief: Any) -> list[Any]:
+        parsed = [cert for der in self.roots for cert in lief.PE.x509.parse(list(der)) or ()]
+        if len(parsed) != len(self.roots):
+            raise ConfigError(f"{self.path}: LIEF cannot read a certificate of this file.")
+        return parsed
+
+
+def load_trust(path: Path) -> Trust:
     """The root certificates of a PEM (or DER) file, for `check_signature(trust=...)`."""
-    lief = _lief()
     try:
-        certificates = list(lief.PE.x509.parse(str(path))) if path.is_file() else []
-    except (OSError, RuntimeError):
-        certificates = []
-    if not certificates:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read it ({exc.strerror}).") from None
+    try:
+        blocks = [base64.b64decode(block) for block in _PEM_BLOCK.findall(data)]
+    except binascii.Error:
+        blocks = []
+    roots = tuple(blocks) if blocks else (data,) if data.startswith(b"\x30\x82") else ()
+    if not roots:
         raise ConfigError(f"{path}: no certificate found; --trust takes a PEM file of root CAs.")
-    return certificates
+    return Trust(path, roots)
 
 
-def check_signature(path: Path, trust: Sequence[Any] | None = None) -> Signature:
+def check_signature(path: Path, trust: Trust | None = None) -> Signature:
     """The state of `path`'s Authenticode signature (the first one, as Windows uses). With
     `trust` (load_trust), the signer's certificate must also be issued by one of those roots
     (directly: put an intermediate CA into the trust file too), instead of nothing being said
@@ -89,7 +115,8 @@ def check_signature(path: Path, trust: Sequence[Any] | None = None) -> Signature
         return Signature(SignatureState.INVALID, signer, _flag_names(flags))
     if trust is not None:
         certificate = signatures[0].signers[0].cert if signatures[0].signers else None
-        chain = certificate.is_trusted_by(list(trust)) if certificate is not None else None
+        roots = trust.certificates(lief)
+        chain = certificate.is_trusted_by(roots) if certificate is not None else None
         if chain != lief.PE.x509.VERIFICATION_FLAGS.OK:
             detail = _flag_names(chain).replace("x509.", "") if chain else "no signer certificate"
             return Signature(SignatureState.INVALID, signer, f"not trusted: {detail}")
@@ -115,7 +142,7 @@ FINDING_CODES = ("BA601", "BA602")
 
 
 def signature_findings(
-    folder: Path, names: Iterable[str], profile: Profile, trust: Sequence[Any] | None = None
+    folder: Path, names: Iterable[str], profile: Profile, trust: Trust | None = None
 ) -> list[Finding]:
     """BA601 for each file in `folder` whose signature does not verify (with `trust`: or whose
     signer those roots did not issue), BA602 for an unsigned one that the profile's pinned

@@ -3,9 +3,10 @@ its uninstaller with osslsigncode, using a test CA made here; both verify agains
 (osslsigncode verify -CAfile, bundle audit --signatures --trust), a flipped byte does not,
 and the PFX password appears in no file bundle wrote.
 
-Under Wine the osslsigncode preset (`cmd /c osslsigncode ...`) finds osslsigncode.cmd in the
-prefix's C:\\windows, which starts Debian's /usr/bin/osslsigncode through `start /unix /wait`
-and a small shim turning the Windows paths ISCC passes (Z:\\..., C:\\...) into Unix ones.
+Under Wine the osslsigncode preset (`cmd /c call bundlesign.cmd FILE`, the batch file signing to
+FILE.signed and moving it over FILE) finds osslsigncode.exe in the prefix's C:\\windows: a small
+Windows program that runs a batch file starting Debian's /usr/bin/osslsigncode through a shim
+(turning the Windows paths ISCC passes, Z:\\..., C:\\..., into Unix ones) and waiting for it.
 """
 
 from __future__ import annotations
@@ -251,15 +252,10 @@ def audit_trust(exe: Path, ca: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.real_tools
-@pytest.mark.xfail(
-    strict=True,
-    reason="not proven yet: under Wine, ISCC runs the osslsigncode preset, osslsigncode writes "
-    "FILE.signed, but Wine's cmd never runs the `&& move` that puts it back (docs/building.md, "
-    "Signing)",
-)
 def test_the_setup_and_its_uninstaller_verify_against_the_test_ca(signed: Signed, pki: Pki) -> None:
     lines = (signed.dist / "setup.iss").read_text(encoding="utf-8-sig").splitlines()
-    assert "SignTool=bundlesign" in lines and "SignedUninstaller=yes" in lines
+    tool = "SignTool=bundlesign $q<#AddBackslash(SourcePath)#>bundlesign.cmd$q"
+    assert tool in lines and "SignedUninstaller=yes" in lines
     for exe in (signed.setup, signed.uninstaller):
         checked = osslsigncode_verify(exe, pki.ca_pem)
         assert checked.returncode == 0, checked.stdout + checked.stderr
@@ -269,12 +265,6 @@ def test_the_setup_and_its_uninstaller_verify_against_the_test_ca(signed: Signed
 
 
 @pytest.mark.real_tools
-@pytest.mark.xfail(
-    strict=True,
-    reason="not proven yet: under Wine, ISCC runs the osslsigncode preset, osslsigncode writes "
-    "FILE.signed, but Wine's cmd never runs the `&& move` that puts it back (docs/building.md, "
-    "Signing)",
-)
 def test_a_flipped_byte_or_another_ca_fails_the_check(
     signed: Signed, pki: Pki, tmp_path: Path
 ) -> None:
@@ -317,15 +307,9 @@ def _other_ca() -> bytes:
 
 
 @pytest.mark.real_tools
-@pytest.mark.xfail(
-    strict=True,
-    reason="not proven yet: under Wine, ISCC runs the osslsigncode preset, osslsigncode writes "
-    "FILE.signed, but Wine's cmd never runs the `&& move` that puts it back (docs/building.md, "
-    "Signing)",
-)
 def test_no_rendered_or_installed_file_holds_the_password(signed: Signed) -> None:
-    command = (signed.dist / "signtool.txt").read_text(encoding="utf-8")
-    assert f"%{PASSWORD_ENV}%" in command  # by name, expanded by cmd at sign time
+    script = (signed.dist / "bundlesign.cmd").read_text(encoding="utf-8")
+    assert f'-pass "%{PASSWORD_ENV}%"' in script  # by name, expanded by cmd at sign time
     secret = PASSWORD.encode()
     for folder in (signed.dist.parent, signed.app):
         for path in folder.rglob("*"):

@@ -27,7 +27,13 @@ from bundler.render.engine import (
     render,
     write_text,
 )
-from bundler.render.sign import SIGN_TOOL_NAME, SignSettings, write_sign_command
+from bundler.render.sign import (
+    SIGN_SCRIPT,
+    SIGN_TOOL_NAME,
+    SignSettings,
+    sign_script,
+    write_sign_command,
+)
 
 ISS_NAME = "setup.iss"
 TEMPLATE = "setup.iss.j2"
@@ -164,6 +170,7 @@ def iss_values(
         "doctor_exe": DOCTOR_EXE,
         "doctor_data": DOCTOR_DATA,
         "sign_tool": SIGN_TOOL_NAME if settings.sign is not None else None,
+        "sign_script": SIGN_SCRIPT if settings.sign and sign_script(settings.sign) else None,
     }
 
 

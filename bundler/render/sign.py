@@ -3,7 +3,9 @@
 The script names the sign tool (`SignTool=bundlesign`, `SignedUninstaller=yes`); the command
 itself is given to ISCC when it compiles (`/Sbundlesign=COMMAND`), so a script compiles
 unsigned on a machine without the certificate. `write_sign_command` writes that command, one
-line without a line end, to signtool.txt next to the script:
+line without a line end, to signtool.txt next to the script (and, for osslsigncode, the batch
+file the command calls, bundlesign.cmd: osslsigncode signs to a copy, which then replaces the
+file, two commands that a Sign Tool one-liner cannot chain reliably under Wine's cmd):
 
     iscc "/Sbundlesign=$(cat dist/signtool.txt)" dist/setup.iss      (bash)
     set /p SIGN=<dist\\signtool.txt & iscc "/Sbundlesign=%SIGN%" dist\\setup.iss   (cmd)
@@ -21,12 +23,15 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from bundler import __version__
 from bundler.errors import ConfigError
 from bundler.manifest import Table
-from bundler.render.engine import write_text
+from bundler.render.engine import render, write_text
 
 SIGN_TOOL_NAME = "bundlesign"
 SIGN_COMMAND_FILE = "signtool.txt"
+SIGN_SCRIPT = "bundlesign.cmd"  # the osslsigncode preset's batch file, beside the script
+SCRIPT_TEMPLATE = "bundlesign.cmd.j2"
 SIGN_TOOLS = ("signtool", "osslsigncode", "custom")
 # Keys that would put a secret into bundle.toml: refused, whatever their value.
 SECRET_KEYS = ("password", "pass", "pfx_password", "pin", "passphrase")
@@ -102,24 +107,40 @@ def sign_command(settings: SignSettings) -> str:
             parts += ["/tr", _quoted(settings.timestamp_url), "/td sha256"]
         parts += ["/d", _quoted(settings.description)] if settings.description else []
         return " ".join([*parts, "$f"])
-    # osslsigncode cannot sign in place: to FILE.signed, then over the file. $f is quoted, and
-    # cmd's move cannot take "FILE".signed: the for loop's %~I is the file name unquoted.
-    if settings.certificate.startswith("pkcs11:"):
-        parts = ["cmd /c for %I in ($f) do (osslsigncode sign -pkcs11cert", cert, "-key", cert]
+    return "cmd /c call $p $f"  # $p: bundlesign.cmd beside the script (SignTool=bundlesign $p)
+
+
+def sign_script(settings: SignSettings) -> str | None:
+    """bundlesign.cmd for the osslsigncode preset (None for the others): sign to FILE.signed,
+    then move it over FILE, each step's failure the script's exit code."""
+    if settings.tool != "osslsigncode":
+        return None
+    assert settings.certificate is not None
+    cert = settings.certificate
+    if cert.startswith("pkcs11:"):
+        options = [("-pkcs11cert", cert), ("-key", cert)]
     else:
-        parts = ["cmd /c for %I in ($f) do (osslsigncode sign -pkcs12", cert]
-    parts += ["-pass", password] if password else []
-    parts += ["-h sha256"]
-    parts += ["-t", _quoted(settings.timestamp_url)] if settings.timestamp_url else []
-    parts += ["-n", _quoted(settings.description)] if settings.description else []
-    parts += ['-in "%~I" -out "%~I.signed" && move /y "%~I.signed" "%~I")']
-    return " ".join(parts)
+        options = [("-pkcs12", cert)]
+    options += [("-t", settings.timestamp_url)] if settings.timestamp_url else []
+    options += [("-n", settings.description)] if settings.description else []
+    return render(
+        SCRIPT_TEMPLATE,
+        tool_version=__version__,
+        options=options,
+        password_env=settings.password_env,
+    )
 
 
 def write_sign_command(settings: SignSettings, folder: Path) -> Path:
-    """signtool.txt in `folder`: the command for ISCC's /Sbundlesign=, one line, no line end."""
+    """signtool.txt in `folder`: the command for ISCC's /Sbundlesign=, one line, no line end;
+    and bundlesign.cmd where the preset has one (else an earlier one is removed)."""
     path = folder / SIGN_COMMAND_FILE
     write_text(path, sign_command(settings))
+    script = sign_script(settings)
+    if script is not None:
+        write_text(folder / SIGN_SCRIPT, script, newline="\r\n")
+    else:
+        (folder / SIGN_SCRIPT).unlink(missing_ok=True)
     return path
 
 
