@@ -32,7 +32,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+# benchmarks/compression.py imports from here: one module, whether run as a script or not.
+sys.modules.setdefault("benchmarks.run", sys.modules[__name__])
 
+from benchmarks import compression  # noqa: E402
 from bundler.errors import BundleError  # noqa: E402
 from bundler.profiles import PipSource, UrlSource, load_profile  # noqa: E402
 from bundler.ship.deploy import FICLONE  # noqa: E402
@@ -75,6 +78,8 @@ class Row:
     limit: float | None = None  # the highest ratio, seconds or MB that passes
     unit: str = "ratio"  # "ratio" (command / yardstick), "s" (wall), "MB" (peak RSS)
     note: str = ""
+    size_ratio: float | None = None  # P9, P10: output size / the yardstick's
+    size_limit: float | None = None
 
     def value(self) -> float:
         if self.unit == "MB":
@@ -87,6 +92,9 @@ class Row:
     def passed(self) -> bool | None:
         if not self.command or self.limit is None:
             return None
+        sized = self.size_ratio is not None and self.size_limit is not None
+        if sized and self.size_ratio > self.size_limit:  # type: ignore[operator]
+            return False
         return self.value() <= self.limit
 
 
@@ -525,6 +533,8 @@ STEPS: dict[str, Callable[[Data, int], list[Row]]] = {
     "P6": lambda data, n: [p6_rss(data, min(n, 2))],
     "P7": lambda data, n: p7_render(data, n),
     "P8": lambda data, n: p8_locks(data, n),
+    "P9": lambda data, n: compression.p9_iscc(data, n),
+    "P10": lambda data, n: compression.p10_archive(data, n),
 }
 
 

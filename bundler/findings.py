@@ -313,13 +313,21 @@ _CHECKS = (
         "The ONNX Runtime that loads is not the release the bundle was built with (bundle-doctor)",
         "remove the other onnxruntime.dll the message names, or restore the bundle's copy",
     ),
+    Check(
+        "BA808",
+        "pruned-dll-shadowed",
+        Severity.WARNING,
+        "A DLL the bundle left out for its models is on PATH or in System32 (bundle-doctor)",
+        "if the app may load it after all, rebuild without --model; else remove that copy "
+        "from PATH, since a foreign cuDNN sub-library mixes versions",
+    ),
 )
 
 CATALOGUE: dict[str, Check] = {check.code: check for check in _CHECKS}
 
 
 # Found only on the target machine, by bundle-doctor.exe (doctor/): no check in bundle audit.
-DOCTOR_CODES = ("BA801", "BA802", "BA803", "BA804", "BA805", "BA806", "BA807")
+DOCTOR_CODES = ("BA801", "BA802", "BA803", "BA804", "BA805", "BA806", "BA807", "BA808")
 
 
 def finding(

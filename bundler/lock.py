@@ -51,6 +51,24 @@ class LockedFile:
 
 
 @dataclass(frozen=True)
+class LockedModel:
+    """A model the build was given (--model): the bundle keeps what its ops load."""
+
+    name: str  # the file name
+    sha256: str
+    ops: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PrunedFile:
+    """A DLL the profile ships that this bundle leaves out (bundler/prune.py), and why."""
+
+    name: str
+    size: int
+    why: str
+
+
+@dataclass(frozen=True)
 class PayloadFile:
     """One file of a bundle, relative to the bundle folder (posix)."""
 
@@ -79,6 +97,8 @@ class Lock:
     gpus: tuple[str, ...] = ()  # target GPUs the profile or bundle.toml declares, e.g. "sm_86"
     loads: tuple[str, ...] = ()  # what ORT loads by path at run time, in load order (the doctor)
     doctor: bool = False  # bundle-doctor.exe and its data file ship with the bundle
+    models: tuple[LockedModel, ...] = ()  # --model: what the pruning was decided for
+    pruned: tuple[PrunedFile, ...] = ()  # left out for those models, each with its reason
     tool_version: str = __version__
     schema_version: int = SCHEMA_VERSION
 
@@ -190,6 +210,8 @@ def _lock(path: Path, data: dict[str, Any]) -> Lock:
             gpus=tuple(data.get("gpus", ())),
             loads=tuple(data.get("loads", ())),
             doctor=bool(data.get("doctor", False)),
+            models=tuple(_model(item) for item in data.get("models", ())),
+            pruned=tuple(PrunedFile(**item) for item in data.get("pruned", ())),
             tool_version=data.get("tool_version", "?"),
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -199,6 +221,10 @@ def _lock(path: Path, data: dict[str, Any]) -> Lock:
 
 
 _LIST_KEYS = ("imports", "delay_imports", "sass", "ptx")
+
+
+def _model(item: dict[str, Any]) -> LockedModel:
+    return LockedModel(item["name"], item["sha256"], tuple(item["ops"]))
 
 
 def _locked_file(item: dict[str, Any]) -> LockedFile:
@@ -231,6 +257,8 @@ def differences(old: Lock, new: Lock) -> list[str]:
         changes.append(f"{name}: no longer part of the bundle")
     for name in sorted(after.keys() - before.keys()):
         changes.append(f"{name}: new in the bundle")
+    if {m.sha256 for m in old.models} != {m.sha256 for m in new.models}:
+        changes.append("the models (--model) differ")
     for name in sorted(before.keys() & after.keys()):
         for key in _COMPARED:
             a, b = getattr(before[name], key), getattr(after[name], key)

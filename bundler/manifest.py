@@ -10,12 +10,15 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from bundler.errors import BundleError, ProfileError
 
 SUPPORTED_SCHEMA = 1
 _HEX = re.compile(r"[0-9a-f]+")
+
+
+_T = TypeVar("_T")
 
 
 def load_toml(path: Path) -> Table:
@@ -101,6 +104,11 @@ class Table:
     def peek(self, key: str) -> Any:
         """The raw value of `key` (None if absent), for a key that takes more than one type."""
         return self._data.get(key)
+
+    def finished(self, value: _T) -> _T:
+        """`value`, read from this table, once every key has been read (see done)."""
+        self.done()
+        return value
 
     def done(self) -> None:
         """Every key must have been read: an unknown key is a typo or a newer schema."""

@@ -27,6 +27,7 @@ class Status(StrEnum):
     DRIVER = "driver"  # provided by the GPU driver: required on the target, never shipped
     REDIST = "redist"  # VC++ runtime installed by vc_redist.x64.exe (--vc-runtime installer)
     MISSING = "missing"  # needed, but no search folder has a usable file
+    PRUNED = "pruned"  # left out: no op of the app's models loads it (bundler/prune.py)
 
 
 class EdgeKind(StrEnum):

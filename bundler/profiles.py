@@ -344,17 +344,17 @@ def _choice(table: Table, key: str, allowed: tuple[str, ...], default: Any = ...
 
 
 def _rule(table: Table) -> RuntimeRule:
-    rule = RuntimeRule(
-        trigger=table.string("trigger"), loads=table.strings("loads"), why=table.string("why")
+    return table.finished(
+        RuntimeRule(
+            trigger=table.string("trigger"), loads=table.strings("loads"), why=table.string("why")
+        )
     )
-    table.done()
-    return rule
 
 
 def _exception(table: Table) -> ScanException:
-    exception = ScanException(table.string("file"), table.string("name"), table.string("why"))
-    table.done()
-    return exception
+    return table.finished(
+        ScanException(table.string("file"), table.string("name"), table.string("why"))
+    )
 
 
 def _artifact(table: Table) -> Artifact:

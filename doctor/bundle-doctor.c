@@ -350,6 +350,7 @@ int wmain(int argc, wchar_t **argv)
         check_files(&doctor);
         check_driver_and_gpus(&doctor);
         check_shadowing(&doctor);
+        check_pruned(&doctor);
         check_vc_runtime(&doctor);
         check_loads(&doctor);
     }

@@ -444,11 +444,16 @@ static void shadow_place(Finding **finding, Doctor *doctor, const VersionRec *re
     free(place);
 }
 
-static void shadow_path_folders(Finding **finding, Doctor *doctor, const VersionRec *rec)
+/* The folders of PATH, in order: split at ';', surrounding quotes stripped, trailing '\'
+ * trimmed (a drive root keeps its own), empty entries left out. Both the array and the
+ * folders are malloc'ed; free with free_folders. */
+static wchar_t **path_folders(size_t *count)
 {
+    wchar_t **folders = NULL;
+    *count = 0;
     DWORD n = GetEnvironmentVariableW(L"PATH", NULL, 0);
     if (!n)
-        return;
+        return NULL;
     wchar_t *path = xrealloc(NULL, n * sizeof(wchar_t));
     GetEnvironmentVariableW(L"PATH", path, n);
     for (wchar_t *next, *folder = path; folder; folder = next) {
@@ -464,14 +469,39 @@ static void shadow_path_folders(Finding **finding, Doctor *doctor, const Version
         size_t len = wcslen(folder);
         while (len > 3 && folder[len - 1] == L'\\')
             folder[--len] = L'\0';
-        if (!len || _wcsicmp(folder, doctor->data->folder) == 0 ||
-            _wcsicmp(folder, system_folder()) == 0)
+        if (len)
+            *GROW(folders, *count) = _wcsdup(folder);
+    }
+    free(path);
+    return folders;
+}
+
+static void free_folders(wchar_t **folders, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        free(folders[i]);
+    free(folders);
+}
+
+/* A PATH folder that is the bundle folder or System32 is not looked at again as a PATH folder:
+ * the first is the bundle's own, the second has its own part in both checks. */
+static int other_path_folder(const Doctor *doctor, const wchar_t *folder)
+{
+    return _wcsicmp(folder, doctor->data->folder) != 0 && _wcsicmp(folder, system_folder()) != 0;
+}
+
+static void shadow_path_folders(Finding **finding, Doctor *doctor, const VersionRec *rec)
+{
+    size_t n = 0;
+    wchar_t **folders = path_folders(&n);
+    for (size_t i = 0; i < n; i++) {
+        if (!other_path_folder(doctor, folders[i]))
             continue;
-        wchar_t *candidate = join(folder, base_name(rec->path));
+        wchar_t *candidate = join(folders[i], base_name(rec->path));
         shadow_place(finding, doctor, rec, candidate, "a PATH folder");
         free(candidate);
     }
-    free(path);
+    free_folders(folders, n);
 }
 
 /* The app folder comes before System32 and PATH in the search order, so another copy there
@@ -499,6 +529,56 @@ void check_shadowing(Doctor *doctor)
             shadow_path_folders(&finding, doctor, rec);
         free(system_copy);
     }
+}
+
+/* --- 4b. pruned DLLs on the search path --------------------------------------------------- */
+
+/* A DLL `bundle build --model` left out because the app's models never load it. If the app
+ * (or ORT, for a model it was not built for) loads it after all, LoadLibrary does not fail
+ * with 126: it takes the first copy on the search path, System32's or a PATH folder's, a
+ * foreign build of another version (for a cuDNN sub-library: mixed cuDNN versions in one
+ * process). One finding per name; every copy found is a detail, in search order. */
+void check_pruned(Doctor *doctor)
+{
+    const Data *data = doctor->data;
+    if (!data->n_pruned)
+        return;
+    size_t n_folders = 0;
+    wchar_t **folders = path_folders(&n_folders);
+    for (size_t i = 0; i < data->n_pruned; i++) {
+        const char *name = data->pruned[i];
+        char **found = NULL;
+        size_t n_found = 0;
+        for (size_t f = 0; f <= n_folders; f++) { /* System32 first, then PATH in its order */
+            const wchar_t *folder = f == 0 ? system_folder() : folders[f - 1];
+            if (f > 0 && !other_path_folder(doctor, folder))
+                continue;
+            wchar_t *candidate = join(folder, name);
+            if (is_file(candidate)) {
+                char *shown = narrow(candidate);
+                int seen = 0; /* PATH may list one folder twice */
+                for (size_t k = 0; k < n_found && !seen; k++)
+                    seen = _stricmp(found[k], shown) == 0;
+                if (seen)
+                    free(shown);
+                else
+                    *GROW(found, n_found) = shown;
+            }
+            free(candidate);
+        }
+        if (n_found) {
+            Finding *finding = add_finding(
+                doctor, "BA808",
+                xprintf("%s: the bundle left it out for its models, but %s is on the search "
+                        "path: if the app ever loads it, it gets that foreign copy",
+                        name, found[0]));
+            finding_file(finding, name);
+            for (size_t k = 0; k < n_found; k++)
+                finding_detail(finding, found[k]); /* takes ownership */
+        }
+        free(found);
+    }
+    free_folders(folders, n_folders);
 }
 
 /* --- 5. VC++ runtime ----------------------------------------------------------------------- */

@@ -188,6 +188,13 @@ static int is_arch_list(const char *text)
     }
 }
 
+/* a plain file name: no folder, no drive, no wildcard, not '.' or '..' */
+static int is_file_name(const char *name)
+{
+    return *name && !strpbrk(name, "\\/:*?\"<>|") && strcmp(name, ".") != 0 &&
+           strcmp(name, "..") != 0;
+}
+
 static int is_name_list(const char *text)
 {
     if (!*text)
@@ -201,7 +208,9 @@ static int is_name_list(const char *text)
 
 /* --- records ------------------------------------------------------------------------------ */
 
-enum Kind { TOOL = 1, PROFILE, ORT, VC_RUNTIME, DRIVER, CHECK, FILE_, VERSION, LOAD, IMPORTS, GPU };
+enum Kind {
+    TOOL = 1, PROFILE, ORT, VC_RUNTIME, DRIVER, CHECK, FILE_, VERSION, LOAD, PRUNED, IMPORTS, GPU
+};
 
 static const struct {
     const char *name;
@@ -211,7 +220,7 @@ static const struct {
     [TOOL] = {"tool", 2, 1},         [PROFILE] = {"profile", 2, 1}, [ORT] = {"ort", 2, 1},
     [VC_RUNTIME] = {"vc_runtime", 3, 1}, [DRIVER] = {"driver", 4, 1}, [CHECK] = {"check", 5, 0},
     [FILE_] = {"file", 5, 0},        [VERSION] = {"version", 3, 0}, [LOAD] = {"load", 2, 0},
-    [IMPORTS] = {"imports", 3, 0},   [GPU] = {"gpu", 4, 0},
+    [PRUNED] = {"pruned", 2, 0},     [IMPORTS] = {"imports", 3, 0}, [GPU] = {"gpu", 4, 0},
 };
 #define N_KINDS ((int)(sizeof KINDS / sizeof KINDS[0]))
 
@@ -278,6 +287,12 @@ static char *take_record(Data *data, int kind, char **f)
         if (!is_relative_path(f[1]))
             return xprintf("'%s' is not a path relative to the bundle folder", f[1]);
         *GROW(data->loads, data->n_loads) = xstrdup(f[1]);
+        return NULL;
+    case PRUNED:
+        if (!is_file_name(f[1]))
+            return xprintf("'%s' is not a plain DLL file name (a pruned record names no folder)",
+                           f[1]);
+        *GROW(data->pruned, data->n_pruned) = xstrdup(f[1]);
         return NULL;
     case IMPORTS:
         if (!is_relative_path(f[1]) || (strcmp(f[2], "-") != 0 && !is_name_list(f[2])))

@@ -83,6 +83,8 @@ typedef struct {
     size_t n_versions;
     char **loads;
     size_t n_loads;
+    char **pruned; /* plain DLL names the build left out for the app's models (--model) */
+    size_t n_pruned;
     ImportsRec *imports;
     size_t n_imports;
     GpuRec *gpus;
@@ -144,6 +146,7 @@ void machine_windows(Machine *machine);
 void check_files(Doctor *doctor);
 void check_driver_and_gpus(Doctor *doctor);
 void check_shadowing(Doctor *doctor);
+void check_pruned(Doctor *doctor);
 void check_vc_runtime(Doctor *doctor);
 void check_loads(Doctor *doctor);
 

@@ -24,12 +24,14 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bundler.lock import DOCTOR_DATA, Lock, PrunedFile
+from bundler.render.doctor import doctor_data
 from bundler.resources import doctor_exe as shipped_doctor_exe
 from tests.conftest import HELLO, REPO, pip_env, require
 from tests.support import doctor as data
@@ -132,11 +134,18 @@ def run(
     gpus: str | None = None,
     cuda: str | None = None,
     overrides: str = NATIVE_VC_RUNTIME,
+    path: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """bundle-doctor.exe under Wine, run from its folder, the stand-in driver told what to be."""
+    """bundle-doctor.exe under Wine, run from its folder, the stand-in driver told what to be.
+    `path`: Windows folders Wine puts in front of the process's PATH (WINEPATH); without it the
+    PATH is the prefix's own (System32, the Windows folder, ...)."""
     wine.start()
     env = wine.env(WINEDEBUG="-all", WINEDLLOVERRIDES=overrides)
-    for name, value in (("BUNDLE_STANDIN_GPUS", gpus), ("BUNDLE_STANDIN_CUDA", cuda)):
+    for name, value in (
+        ("BUNDLE_STANDIN_GPUS", gpus),
+        ("BUNDLE_STANDIN_CUDA", cuda),
+        ("WINEPATH", path),
+    ):
         env.pop(name, None)
         if value is not None:
             env[name] = value
@@ -432,6 +441,79 @@ def test_another_ort_version_than_the_data_says(
     assert "1.19.2" in item["message"] and "1.20.1" in item["message"]
 
 
+# --- DLLs the build left out for the app's models (--model) ---------------------------------
+
+CNN = "cudnn_cnn64_9.dll"
+
+
+def windows_path(path: Path) -> str:
+    """The folder as the Windows process sees it: Wine maps / to Z:."""
+    return "Z:" + str(path).replace("/", "\\")
+
+
+@pytest.fixture
+def pruned_app(doctor_exe: Path, tmp_path: Path) -> Path:
+    """A bundle folder with the doctor and a data file the product renders from a lock that
+    left cudnn_cnn64_9.dll out (as `bundle build --model` does); no DLL of its own."""
+    folder = tmp_path / "app"
+    folder.mkdir()
+    shutil.copyfile(doctor_exe, folder / "bundle-doctor.exe")
+    lock = Lock(
+        profile="ort-1.19.2-gpu-cuda12",
+        architecture="x64",
+        vc_runtime="app-local",
+        files=(),
+        pruned=(PrunedFile(CNN, 1, "no model op runs a convolution"),),
+    )
+    (folder / DOCTOR_DATA).write_text(doctor_data(lock), encoding="utf-8")
+    return folder
+
+
+def test_a_pruned_dll_on_path_is_a_warning(
+    wine: Wine, machine: Machine, pruned_app: Path, tmp_path: Path
+) -> None:
+    foreign = tmp_path / "other cudnn"
+    foreign.mkdir()
+    (foreign / CNN).write_bytes(b"MZ not the bundle's cuDNN")
+    decoy = tmp_path / "decoy"
+    (decoy / CNN).mkdir(parents=True)  # a folder of that name is no DLL
+    shown = windows_path(foreign / CNN)
+    # quoted with a trailing '\', an empty entry, listed twice in another case: one copy
+    path = f'"{windows_path(foreign)}\\";;{windows_path(decoy)};{windows_path(foreign).upper()}'
+    exe = pruned_app / "bundle-doctor.exe"
+    document, code = report(wine, exe, path=path)
+    assert code == 0, document["findings"]  # a warning
+    [item] = findings(document, "BA808")
+    assert codes(document) == ["BA808"]
+    assert item["severity"] == "warning" and item["name"] == "pruned-dll-shadowed"
+    assert item["files"] == [CNN]
+    assert item["message"].startswith(f"{CNN}: the bundle left it out for its models")
+    assert shown in item["message"]
+    assert [line.lower() for line in item["details"]] == [shown.lower()]
+    assert document["summary"] == {"error": 0, "warning": 1, "info": 0}
+    # --gpu-only checks the driver and the GPUs alone
+    gpu_only, code = report(wine, exe, "--gpu-only", path=path)
+    assert code == 0 and findings(gpu_only, "BA808") == []
+    # System32 comes first in the search order: its copy is the one named, PATH's a detail
+    machine.place(foreign / CNN)
+    both, code = report(wine, exe, path=path)
+    [item] = findings(both, "BA808")
+    system_copy = "c:\\windows\\system32\\" + CNN  # GetSystemDirectoryW in the prefix
+    assert [line.lower() for line in item["details"]] == [system_copy, shown.lower()]
+    assert item["details"][0] in item["message"]
+
+
+def test_a_pruned_dll_nowhere_finds_nothing(wine: Wine, pruned_app: Path, tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    # A copy in the bundle's own folder (on PATH too) is no foreign copy: not looked at.
+    (pruned_app / CNN).write_bytes(b"MZ")
+    path = f"{windows_path(empty)};{windows_path(pruned_app)}"
+    document, code = report(wine, pruned_app / "bundle-doctor.exe", path=path)
+    assert code == 0
+    assert document["findings"] == [], document["findings"]
+
+
 # --- a bad data file --------------------------------------------------------------------------
 
 
@@ -455,7 +537,17 @@ def unknown_record(good: bytes) -> bytes:
     return data.seal([tuple(line.split("\t")) for line in body.splitlines()])
 
 
-BAD_DATA = {
+def with_pruned(name: str) -> Callable[[bytes], bytes]:
+    """`good` with a `pruned` record for `name` after its records, sealed again."""
+
+    def make(good: bytes) -> bytes:
+        body = good[: good.rindex(b"end\t")].decode() + f"pruned\t{name}\n"
+        return data.seal([tuple(line.split("\t")) for line in body.splitlines()])
+
+    return make
+
+
+BAD_DATA: dict[str, Callable[[bytes], bytes]] = {
     "truncated": lambda good: good[: len(good) // 2],
     "edited": edit_a_line,
     "wrong first line": lambda good: data.seal([("bundle-doctor-data", "2"), ("tool", "0.1.0")]),
@@ -467,6 +559,13 @@ BAD_DATA = {
     "a size that is no number": lambda good: resealed(good, b"file\t5\t", b"file\tfive\t"),
     "a record a field short": lambda good: resealed(good, b"\tlicense\t", b"\t"),
     "no profile record": lambda good: resealed(good, b"profile\tort-1.19.2-cpu\n", b""),
+    "a pruned record with a folder": with_pruned("..\\x.dll"),
+    "a pruned record with a posix folder": with_pruned("sub/x.dll"),
+    "a pruned record with a drive": with_pruned("C:x.dll"),
+    "an empty pruned record": with_pruned(""),
+    "a pruned record before a file record": lambda good: resealed(
+        good, b"file\t", b"pruned\tx.dll\nfile\t"
+    ),
 }
 
 
@@ -501,6 +600,10 @@ def test_bad_data_files_exit_22_with_one_line(wine: Wine, doctor_exe: Path, tmp_
         assert "rebuild the bundle with bundle build" in result.stderr, (case, result.stderr)
     dat.write_bytes(edit_a_line(good_data()))
     assert "edited or truncated" in run(wine, exe).stderr
+    dat.write_bytes(with_pruned("..\\x.dll")(good_data()))
+    assert "not a plain DLL file name" in run(wine, exe).stderr
+    dat.write_bytes(with_pruned("x.dll")(good_data()))  # a plain name: a valid data file
+    assert run(wine, exe).returncode == 0
 
 
 def test_the_data_file_format_is_what_the_helper_writes() -> None:

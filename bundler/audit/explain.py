@@ -43,6 +43,8 @@ class Explanation:
     driver: tuple[str, ...] = ()  # what the GPU driver must provide
     system: tuple[str, ...] = ()  # what Windows must provide (API sets left out)
     redist: tuple[str, ...] = ()  # what vc_redist.x64.exe installs (--vc-runtime installer)
+    pruned: tuple[str, ...] = ()  # left out by the build for the app's models (--model)
+    pruned_why: str | None = None  # the build's reason, when `dll` itself was pruned
 
     @property
     def loads(self) -> bool:
@@ -63,6 +65,8 @@ class Explanation:
             "driver": list(self.driver),
             "system": list(self.system),
             "redist": list(self.redist),
+            "pruned": list(self.pruned),
+            "pruned_why": self.pruned_why,
         }
 
 
@@ -77,9 +81,14 @@ def explain(plan: Plan, profile: Profile, dll: str) -> Explanation | None:
     driver = _named(present, Status.DRIVER)
     system = _named(present, Status.SYSTEM)
     redist = _named(present, Status.REDIST)
+    pruned = _named(present, Status.PRUNED)
+    why = item.note if item.status is Status.PRUNED else None
     lost = [entry for entry in present if entry.status is Status.MISSING]
     if not lost:
-        return Explanation(item.name, plan.profile, driver=driver, system=system, redist=redist)
+        return Explanation(
+            item.name, plan.profile, driver=driver, system=system, redist=redist,
+            pruned=pruned, pruned_why=why,
+        )  # fmt: skip
     first, at_start, chain = _first_missing(plan, item, closure)
     return Explanation(
         item.name,
@@ -93,6 +102,8 @@ def explain(plan: Plan, profile: Profile, dll: str) -> Explanation | None:
         driver=driver,
         system=system,
         redist=redist,
+        pruned=pruned,
+        pruned_why=why,
     )
 
 

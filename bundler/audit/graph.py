@@ -28,6 +28,7 @@ STATUS_FILL = {
     Status.MISSING: "#ef9a9a",
     Status.DRIVER: "#ce93d8",
     Status.REDIST: "#fff59d",
+    Status.PRUNED: "#f5f5f5",
     Status.SYSTEM: "#e0e0e0",
     Status.API_SET: "#eeeeee",
 }
@@ -37,6 +38,7 @@ STATUS_STROKE = {
     Status.MISSING: "#c62828",
     Status.DRIVER: "#6a1b9a",
     Status.REDIST: "#f9a825",
+    Status.PRUNED: "#bdbdbd",
     Status.SYSTEM: "#757575",
     Status.API_SET: "#9e9e9e",
 }
@@ -46,6 +48,7 @@ STATUS_MEANING = {
     Status.MISSING: "needed, missing",
     Status.DRIVER: "GPU driver: required on the target, never shipped",
     Status.REDIST: "installed by vc_redist.x64.exe",
+    Status.PRUNED: "left out: the app's models never load it (--model)",
     Status.SYSTEM: "part of Windows (system DLLs and API sets, one node)",
     Status.API_SET: "API set, resolved by Windows",
 }
@@ -332,6 +335,7 @@ def node_note(item: PlanFile) -> str:
         Status.MISSING: "MISSING",
         Status.DRIVER: "GPU driver, not shipped",
         Status.REDIST: "from vc_redist.x64.exe",
+        Status.PRUNED: "pruned for the models",
     }.get(item.status, item.status.value)
 
 

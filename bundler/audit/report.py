@@ -240,4 +240,5 @@ def plan_summary(plan: Plan) -> dict[str, Any]:
         "bundled_bytes": sum(item.size or 0 for item in bundled),
         "missing": sorted(item.name for item in plan.missing),
         "driver": sorted(item.name for item in plan.with_status(Status.DRIVER)),
+        "pruned": {item.name: item.note for item in plan.with_status(Status.PRUNED)},
     }

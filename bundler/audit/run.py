@@ -173,7 +173,8 @@ def resolve_folder(
     records = recorded_files(profile, lock)
     plan = resolve(apps, profile, policy, [files.path], reader=files.read, records=records)
     mode = lock.vc_runtime if lock else profile.vc_runtime
-    return installed_by_redist(plan) if mode == "installer" else plan
+    plan = installed_by_redist(plan) if mode == "installer" else plan
+    return pruned_by_build(plan, lock) if lock and lock.pruned else plan
 
 
 def recorded_files(profile: Profile, lock: Lock | None) -> dict[str, Recorded]:
@@ -203,6 +204,19 @@ def installed_by_redist(plan: Plan) -> Plan:
     files = tuple(
         replace(item, status=Status.REDIST, note="installed by vc_redist.x64.exe")
         if item.key in VC_RUNTIME_DLLS and item.status is Status.MISSING
+        else item
+        for item in plan.files
+    )
+    return replace(plan, files=files)
+
+
+def pruned_by_build(plan: Plan, lock: Lock) -> Plan:
+    """--model: the lock's pruned DLLs are absent by design (the models never load them),
+    not missing; each keeps the build's reason."""
+    why = {dll_key(item.name): item.why for item in lock.pruned}
+    files = tuple(
+        replace(item, status=Status.PRUNED, note=why[item.key])
+        if item.key in why and item.status is Status.MISSING
         else item
         for item in plan.files
     )

@@ -104,6 +104,9 @@ def _audit_heading(report: AuditReport) -> list[str]:
     drivers = sorted(item.name for item in plan.with_status(Status.DRIVER))
     if drivers:
         lines.append(f"  required on the target, never shipped: {', '.join(drivers)}")
+    pruned = sorted(item.name for item in plan.with_status(Status.PRUNED))
+    if pruned:
+        lines.append(f"  pruned for the app's models (--model): {', '.join(pruned)}")
     return lines
 
 
@@ -129,6 +132,11 @@ def explain_text(explanation: Explanation, folder: Path) -> str:
     """The error-126 explainer: the verdict, the chain to the first missing link, who supplies
     it, and what the target itself must provide."""
     dll, missing = explanation.dll, explanation.missing
+    if explanation.pruned_why is not None:
+        lines = [f"{dll} is absent from {folder} by design: the build pruned it"]
+        lines.append(f"  why: {explanation.pruned_why}")
+        lines.append("  fix: if the app does load it, build without --model (or add the model)")
+        return "\n".join(lines)
     if missing is None:
         lines = [f"{dll} would load from {folder}: its whole closure is there"]
     elif explanation.at_start:
@@ -146,6 +154,9 @@ def explain_text(explanation: Explanation, folder: Path) -> str:
         lines.append(f"  Windows provides: {', '.join(explanation.system)}")
     if explanation.redist:
         lines.append(f"  vc_redist provides: {', '.join(explanation.redist)}")
+    if explanation.pruned:
+        shown = ", ".join(explanation.pruned)
+        lines.append(f"  left out for the app's models (--model; never loaded by them): {shown}")
     return "\n".join(lines)
 
 

@@ -67,6 +67,14 @@ def build(
         Path | None, typer.Option("--out", help="Output folder (default: the exe's folder).")
     ] = None,
     search: SearchOption = None,
+    model: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--model",
+            help="An ONNX model the app runs (repeatable): ship only the cuDNN sub-libraries "
+            "its ops load (docs/pruning.md; needs ort-bundle[models]).",
+        ),
+    ] = None,
     config: Annotated[
         Path | None, typer.Option("--config", help="bundle.toml to read (default: beside EXE).")
     ] = None,
@@ -104,6 +112,9 @@ def build(
         **vc.over(settings, picked),
         **writing.over(settings, picked),
         gpus=picked.pick("gpus", None, settings.gpus),
+        models=tuple(
+            picked.pick("models", tuple(model or ()) or None, settings.models or None) or ()
+        ),
     )
     result = run_build(options, progress_for)
     typer.echo(views.build_json(result) if as_json else views.build_report(result))

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # type hints only: importing views must not import every comm
     from bundler.acquire.artifacts import Acquired
     from bundler.acquire.cache import CacheEntry
     from bundler.profiles import Profile
+    from bundler.prune import Pruning
     from bundler.render.iss import IssResult
     from bundler.render.postbuild import PostbuildResult
     from bundler.rules.derive.catalogue import Entry
@@ -281,6 +282,8 @@ def build_report(result: BuildResult) -> str:
     redist = result.plan.with_status(Status.REDIST)
     if redist:
         lines.append(f"  installed by vc_redist.x64.exe: {', '.join(i.name for i in redist)}")
+    if result.pruning is not None:
+        lines += pruning_lines(result.pruning, result.dry_run)
     if result.iss is not None:
         lines += ["  " + line for line in iss_report(result.iss).splitlines()]
     if result.postbuild is not None:
@@ -349,6 +352,37 @@ def postbuild_report(result: PostbuildResult) -> str:
     return "\n".join(lines)
 
 
+def pruning_lines(pruning: Pruning, dry_run: bool) -> list[str]:
+    """--model: what was left out and the size saved, or why nothing was."""
+    models = ", ".join(model.path.name for model in pruning.models)
+    if not pruning.pruned:
+        return [f"  models {models}: nothing pruned ({pruning.reason})"]
+    verb = "would leave out" if dry_run else "left out"
+    names = ", ".join(item.name for item in pruning.pruned)
+    lines = [f"  models {models}: {verb} {names}, saving {human_size(pruning.saved)}"]
+    if pruning.kept:
+        lines.append(f"  kept, their ops load them: {', '.join(pruning.kept)}")
+    if pruning.evidence is not None:
+        lines.append(f"  evidence: {pruning.evidence.name} (docs/pruning.md)")
+    return lines
+
+
+def pruning_json(pruning: Pruning | None) -> dict[str, object] | None:
+    if pruning is None:
+        return None
+    return {
+        "models": [
+            {"name": m.path.name, "sha256": m.sha256, "ops": sorted(m.ops)} for m in pruning.models
+        ],
+        "evidence": pruning.evidence.name if pruning.evidence else None,
+        "pruned": [dataclasses.asdict(item) for item in pruning.pruned],
+        "kept": list(pruning.kept),
+        "unknown_ops": list(pruning.unknown_ops),
+        "saved_bytes": pruning.saved,
+        "reason": pruning.reason or None,
+    }
+
+
 def build_json(result: BuildResult) -> str:
     data = {
         "schema_version": 1,
@@ -366,6 +400,7 @@ def build_json(result: BuildResult) -> str:
         "archive": dataclasses.asdict(result.archive) if result.archive else None,
         "postbuild": dataclasses.asdict(result.postbuild) if result.postbuild else None,
         "settings": result.settings,
+        "pruning": pruning_json(result.pruning),
         "plan": result.plan.to_dict(),
     }
     return json.dumps(data, indent=2, default=str)

@@ -68,6 +68,8 @@ def _records(lock: Lock) -> Iterator[tuple[str, ...]]:
             yield "version", item.name, item.file_version
     for name in lock.loads:
         yield "load", name
+    for pruned in lock.pruned:
+        yield "pruned", pruned.name
     for item in lock.files:
         imported = (*(item.imports or ()), *(item.delay_imports or ()))
         if imported:

@@ -169,6 +169,7 @@ def iss_values(
         "installed_names": [entry.name for entry in lock.payload() if entry.kind != "installer"],
         "doctor_exe": DOCTOR_EXE,
         "doctor_data": DOCTOR_DATA,
+        "pruned": [item.name for item in lock.pruned],
         "sign_tool": SIGN_TOOL_NAME if settings.sign is not None else None,
         "sign_script": SIGN_SCRIPT if settings.sign and sign_script(settings.sign) else None,
     }

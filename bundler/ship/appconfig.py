@@ -11,6 +11,8 @@ needs no flags.
     link = false                       # hard links from the cache instead of copies
     sbom = false                       # also write bundle.cdx.json (CycloneDX)
     archive = "hello.zip"              # also pack the bundle into a .zip or .7z
+    models = ["models/encoder.onnx"]   # the app's ONNX models: ship only the cuDNN
+                                       # sub-libraries their ops load (docs/pruning.md)
 
     [render]                           # the Inno Setup script (setup.iss in the output folder)
     iss = "installer/setup.iss"        # elsewhere; false: no script
@@ -70,6 +72,7 @@ class AppConfig:
     sbom: bool | None = None
     archive: Path | None = None
     gpus: tuple[str, ...] | None = None  # target GPUs (sm_XY), replacing the profile's
+    models: tuple[Path, ...] = ()  # the app's ONNX models (pruning)
     doctor: bool | None = None  # [render] doctor: ship bundle-doctor.exe (default true)
     iss: Path | bool | None = None  # a path, False for none, None for the default place
     installer: IssSettings = field(default_factory=IssSettings)
@@ -103,6 +106,7 @@ def load_config(path: Path) -> AppConfig:
         sbom=build.boolean("sbom", None),
         archive=_path(base, build.string("archive", None)),
         gpus=build.strings("gpus", None),
+        models=tuple(base / item for item in build.strings("models", ())),
     )
     render = root.table("render", None)
     if render is not None:

@@ -22,12 +22,22 @@ from bundler.acquire.artifacts import (
 from bundler.acquire.cache import Cache
 from bundler.acquire.provenance import attach_provenance
 from bundler.errors import ConfigError, LockMismatchError
+from bundler.evidence import all_evidence
 from bundler.fit import require_fit
 from bundler.gpu import parse_target
-from bundler.lock import LOCK_NAME, Lock, differences, read_lock, write_lock
+from bundler.lock import (
+    LOCK_NAME,
+    Lock,
+    LockedModel,
+    differences,
+    read_lock,
+    write_lock,
+)
+from bundler.models import ModelOps, read_model_ops
 from bundler.options import Options
 from bundler.plan import Plan, Status
 from bundler.profiles import Profile, load_profile
+from bundler.prune import Pruning, apply_pruning, cudnn_version, decide, evidence_for
 from bundler.render.doctor import write_doctor_data
 from bundler.render.iss import ISS_NAME, IssResult, IssSettings, write_iss
 from bundler.render.postbuild import PostbuildResult, PostbuildSettings, write_postbuild
@@ -84,6 +94,7 @@ class BuildOptions:
     options: Options = field(default_factory=Options)  # where each setting came from
     doctor: bool = True  # ship bundle-doctor.exe and bundle-doctor.dat
     gpus: tuple[str, ...] | None = None  # target GPUs; None: the profile's
+    models: tuple[Path, ...] = ()  # the app's ONNX models: prune what their ops never load
 
     def gpu_targets(self, profile: Profile) -> tuple[str, ...]:
         return self.gpus if self.gpus is not None else profile.gpus
@@ -106,6 +117,7 @@ class BuildResult:
     archive: ArchiveResult | None = None
     postbuild: PostbuildResult | None = None
     settings: dict[str, dict[str, object]] = field(default_factory=dict)  # value and origin
+    pruning: Pruning | None = None  # --model: what was left out, or why nothing
 
 
 def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
@@ -126,6 +138,7 @@ def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
         from bundler.ship.archive import archive_format
 
         archive_format(options.archive)  # a wrong suffix fails before any work
+    models = [read_model_ops(path) for path in options.models]  # a bad model fails first
     read_lock(out / LOCK_NAME)  # a bad lock fails before any download (read again to deploy)
     cache = Cache(options.cache_dir)
     acquired = acquire_profile(profile, cache, options.acquire, progress)
@@ -136,6 +149,8 @@ def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
     plan = apply_vc_runtime_policy(attach_provenance(plan, acquired), mode)
     require_fit(plan, profile)  # a pin of another version than the DLLs import: exit 21
     require_complete(plan)
+    pruning = prune_for(plan, profile, models) if models else None
+    plan = apply_pruning(plan, pruning) if pruning else plan
     if profile.signatures == "verify":
         from bundler.signatures import verify_vendor_signatures
 
@@ -143,11 +158,24 @@ def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
         verify_vendor_signatures([(i.name, Path(i.source or "")) for i in bundled], profile)
     placed = placements(plan, profile, acquired, options, out)
     if options.dry_run:
-        return _deploy(options, out, plan, profile, mode, placed, cache, progress)
+        result = _deploy(options, out, plan, profile, mode, placed, cache, progress, pruning)
+        return result
     with output_lock(out):  # the old lock is read again inside: another build may have run
-        result = _deploy(options, out, plan, profile, mode, placed, cache, progress)
+        result = _deploy(options, out, plan, profile, mode, placed, cache, progress, pruning)
         _write_views(options, out, profile, app.name, result, progress)
     return result
+
+
+def prune_for(plan: Plan, profile: Profile, models: Sequence[ModelOps]) -> Pruning:
+    """The pruning decision for `models`, with the evidence measured for this profile's ORT
+    release and cuDNN (bundler/prune.py)."""
+    ort = ort_version(profile)
+    evidence = evidence_for(profile, ort, all_evidence())
+    why_none = (
+        f"no load evidence measured for ORT {ort} with cuDNN {cudnn_version(profile)} "
+        "(manifests/evidence/): nothing is pruned"
+    )
+    return decide(plan, models, evidence, why_none)
 
 
 def _deploy(
@@ -159,6 +187,7 @@ def _deploy(
     placed: list[Placed],
     cache: Cache,
     progress: ProgressFactory,
+    pruning: Pruning | None = None,
 ) -> BuildResult:
     """Decide against the lock file as it is now, then (unless --dry-run) place the files
     and write the lock last, so that the lock always describes complete files."""
@@ -170,10 +199,12 @@ def _deploy(
     counters = Counters()
     hashes = placement_hashes(placed, out, previous, cache, counters)
     lock = with_gpu_code(_lock(plan, profile, mode, placed, hashes, options), placed, previous)
+    lock = with_pruning(lock, pruning)
     if options.locked:
         _check_locked(out, previous, lock)
     result = BuildResult(out, plan, lock, deployment, counters, options.dry_run)
     result.settings = options.options.report()
+    result.pruning = pruning
     if options.dry_run:
         return result
     size = deployment.bytes_to_write
@@ -260,6 +291,14 @@ def _lock(
         loads=load_order(plan) if options.doctor else (),
         doctor=options.doctor,
     )
+
+
+def with_pruning(lock: Lock, pruning: Pruning | None) -> Lock:
+    """The lock with the models and what was pruned for them."""
+    if pruning is None:
+        return lock
+    models = tuple(LockedModel(m.path.name, m.sha256, tuple(sorted(m.ops))) for m in pruning.models)
+    return replace(lock, models=models, pruned=pruning.pruned)
 
 
 def _check_locked(out: Path, previous: Lock | None, lock: Lock) -> None:

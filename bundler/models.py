@@ -1,0 +1,121 @@
+"""Read layer: the operator types an ONNX model runs, and the SHA-256 of its file.
+
+The `onnx` package is an optional dependency (`pip install "ort-bundle[models]"`), imported only
+when a model is read. Tensors stored outside the .onnx file are not loaded: op types live in the
+graph, not in the weights.
+
+Counted: every node of the main graph, of every subgraph held in a node's attributes (the
+branches of If, the bodies of Loop and Scan, at any depth) and of the body of every local
+function (`model.functions`). A node that calls a local function is not an op of its own: the
+ops of the function's body count instead. All local functions are read, called or not, so a
+function that only another function calls is counted, and calls between functions (recursive
+ones too) need no following.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bundler.errors import ConfigError, InputFileError
+
+_DEFAULT_DOMAINS = ("", "ai.onnx")
+_NEEDS_ONNX = 'reading models needs the onnx package: pip install "ort-bundle[models]"'
+_GIVE_MODEL = "give the .onnx file the app loads"
+
+
+@dataclass(frozen=True)
+class ModelOps:
+    """One ONNX model: its file, SHA-256 and the op types it runs."""
+
+    path: Path
+    sha256: str  # hex digest of the .onnx file's bytes
+    ops: frozenset[str]  # op keys, see op_key
+
+
+def op_key(domain: str, op_type: str) -> str:
+    """'Conv' for the default ONNX domain ('' or 'ai.onnx'); 'com.microsoft:FusedConv' otherwise."""
+    return op_type if domain in _DEFAULT_DOMAINS else f"{domain}:{op_type}"
+
+
+def read_model_ops(path: Path) -> ModelOps:
+    """The op types the model at `path` runs. ConfigError without the onnx package;
+    InputFileError for a file that is missing, unreadable or not an ONNX model."""
+    onnx = _import_onnx()
+    sha256 = _file_sha256(path)
+    model = _load(onnx, path)
+    return ModelOps(path=path, sha256=sha256, ops=frozenset(_model_ops(model)))
+
+
+def _import_onnx() -> Any:
+    try:
+        onnx: Any = importlib.import_module("onnx")
+    except ImportError as exc:
+        raise ConfigError(_NEEDS_ONNX) from exc
+    return onnx
+
+
+def _file_sha256(path: Path) -> str:
+    try:
+        with path.open("rb") as stream:
+            return hashlib.file_digest(stream, "sha256").hexdigest()
+    except FileNotFoundError as exc:
+        raise InputFileError(f"{path}: no such file; {_GIVE_MODEL}.") from exc
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise InputFileError(f"{path}: cannot be read ({reason}); {_GIVE_MODEL}.") from exc
+
+
+def _load(onnx: Any, path: Path) -> Any:
+    decode_error: type[Exception] = importlib.import_module("google.protobuf.message").DecodeError
+    failures = (decode_error, ValueError, OSError, TypeError, RuntimeError, RecursionError)
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except failures as exc:
+        detail = " ".join(str(exc).split())[:200] or type(exc).__name__
+        raise InputFileError(f"{path}: not an ONNX model ({detail}); {_GIVE_MODEL}.") from exc
+    # An empty file, or bytes that happen to decode, parse as a ModelProto without a graph.
+    if not model.HasField("graph"):
+        raise InputFileError(f"{path}: not an ONNX model (it has no graph); {_GIVE_MODEL}.")
+    return model
+
+
+def _model_ops(model: Any) -> set[str]:
+    """Op keys of the main graph and of every local function's body, calls to functions left
+    out."""
+    functions = {_function_key(function) for function in model.functions}
+    bodies: list[Iterable[Any]] = [model.graph.node]
+    bodies.extend(function.node for function in model.functions)
+    return {
+        op_key(node.domain, node.op_type)
+        for node in _all_nodes(bodies)
+        if _call_key(node) not in functions
+    }
+
+
+def _all_nodes(bodies: Iterable[Iterable[Any]]) -> Iterator[Any]:
+    """Every node of `bodies` and of the subgraphs in their attributes, at any depth (a stack,
+    not recursion: nesting depth is the model's to choose)."""
+    pending: list[Iterable[Any]] = list(bodies)
+    while pending:
+        for node in pending.pop():
+            yield node
+            # an attribute of type GRAPH holds one subgraph (g), of type GRAPHS a list (graphs);
+            # read by field, so that a model that leaves `type` unset is read too
+            for attribute in node.attribute:
+                if attribute.HasField("g"):
+                    pending.append(attribute.g.node)
+                pending.extend(graph.node for graph in attribute.graphs)
+
+
+def _function_key(function: Any) -> tuple[str, str]:
+    # The overload field (IR version 10) tells apart functions of one domain and name.
+    return op_key(function.domain, function.name), getattr(function, "overload", "")
+
+
+def _call_key(node: Any) -> tuple[str, str]:
+    return op_key(node.domain, node.op_type), getattr(node, "overload", "")
