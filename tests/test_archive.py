@@ -182,6 +182,39 @@ def test_real_7z_reads_the_7z(bundle: tuple[Path, Lock], tmp_path: Path) -> None
     assert hashes == expected_members(folder)
 
 
+def test_7z_blocks_compressed_apart_decode_as_one_stream(
+    bundle: tuple[Path, Lock], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The 7z writer compresses blocks on several threads and joins their LZMA2 streams
+    (bundler/ship/sevenzip.py). With 64 KiB blocks and a DLL full of CALL rel32 (E8 with an
+    operand the x86 filter converts), a cut in the wrong place would change the bytes; the
+    real 7z and our read-back decode the joined stream, and the bytes do not depend on the
+    number of threads."""
+    from bundler.ship import sevenzip
+
+    require(shutil.which("7z") is not None, "7z is not installed (apt-get install p7zip-full)")
+    folder, _ = bundle
+    calls = (b"\xe8\x10\x00\x00\x00" * 101 + bytes(range(11))) * 4000
+    (folder / "calls.dll").write_bytes(calls)
+    entry = LockedFile("calls.dll", "bundled", sha256(calls), len(calls))
+    lock = Lock("ort-1.19.2-cpu", "x64", "app-local", (entry,), app="hello.exe")
+    write_lock(folder / LOCK_NAME, lock)
+    monkeypatch.setattr(sevenzip, "BLOCK", 1 << 16)
+    cuts: list[int] = []
+    compress = sevenzip._compress_block
+    monkeypatch.setattr(
+        sevenzip, "_compress_block", lambda at, data: cuts.append(at) or compress(at, data)
+    )
+    archives = []
+    for threads in (1, 3):
+        monkeypatch.setattr(sevenzip, "THREADS", threads)
+        archives.append(write_archive(folder, lock, tmp_path / f"{threads}" / f"{STEM}.7z").path)
+    assert len(cuts) > 20 and len(set(cuts)) == len(cuts) // 2
+    assert archives[0].read_bytes() == archives[1].read_bytes()
+    tested = subprocess.run(["7z", "t", str(archives[0])], capture_output=True, text=True)
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
 def seven_zip_listing(archive: Path) -> list[dict[str, str]]:
     """`7z l -slt`: one block of `Key = value` lines per member, after the `----------` line
     that ends the archive's own block. Times are shown in local time, hence TZ=UTC."""

@@ -9,7 +9,7 @@ Reproducible: the same payload gives the same bytes on every run, whatever the f
 owners and modes on disk. Every member gets a fixed time (1980-01-01 00:00:00, the earliest a
 zip can hold; the same instant in UTC for 7z) and mode 0o644, and nothing else that varies (no
 owner, no extended times, no extra fields); the compression settings are fixed. The bytes are
-the same wherever the same deflate (zlib) / LZMA (liblzma, py7zr) implementation runs; another
+the same wherever the same deflate (zlib) / LZMA (liblzma) implementation runs; another
 implementation of the same format (zlib-ng) may encode the same input differently.
 
 Safe to interrupt: the archive is written under a temporary name beside the target, read back
@@ -30,12 +30,12 @@ import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import IO, BinaryIO, cast
+from typing import IO, BinaryIO
 
 import py7zr
 import py7zr.exceptions
-from py7zr.helpers import ArchiveTimestamp
 
 from bundler.acquire.cache import file_sha256
 from bundler.acquire.download import ProgressCallback
@@ -47,6 +47,7 @@ from bundler.errors import (
     PlanFormatError,
 )
 from bundler.lock import LOCK_NAME, Lock, is_inside
+from bundler.ship import sevenzip
 from bundler.ship.deploy import TEMP_SUFFIX
 
 FORMATS = (".zip", ".7z")
@@ -220,8 +221,7 @@ def _check_name(folder: Path, name: str) -> None:
 
 class _HashingReader(io.BufferedIOBase):
     """A source file that hashes the bytes it hands out, so each file is read once for both
-    packing and hashing. A BufferedIOBase because py7zr's writef accepts only io classes;
-    seeking is passed through, as py7zr measures the file by seeking to its end and back."""
+    packing and hashing (the zip writer; the 7z writer hashes what it reads itself)."""
 
     def __init__(self, handle: BinaryIO) -> None:
         super().__init__()
@@ -258,12 +258,11 @@ def _open_source(entry: _Entry) -> BinaryIO:
         ) from exc
 
 
-def _packed_hash(entry: _Entry, reader: _HashingReader) -> tuple[str, str]:
+def _checked_hash(entry: _Entry, digest: str) -> tuple[str, str]:
     """What the member must read back as: the lock's hash, or for a file the lock holds no
     hash for, the hash of what was packed. A file that changed since the build (or a lock
     edited by hand) is stopped here, before the rest is compressed for nothing; the read-back
     check would stop it too."""
-    digest = reader.hexdigest()
     if entry.sha256 is None:
         return entry.member, digest
     if digest != entry.sha256.lower():
@@ -285,7 +284,7 @@ def _pack_zip(
             with _open_source(entry) as handle, archive.open(_zip_info(entry), "w") as sink:
                 reader = _HashingReader(handle)
                 _copy(reader, sink)
-            hashes.append(_packed_hash(entry, reader))
+            hashes.append(_checked_hash(entry, reader.hexdigest()))
             packed(entry)
     return hashes
 
@@ -310,34 +309,20 @@ def _copy(reader: _HashingReader, sink: IO[bytes]) -> None:
 def _pack_sevenzip(
     raw: IO[bytes], entries: Sequence[_Entry], packed: Callable[[_Entry], None]
 ) -> list[tuple[str, str]]:
-    """One solid LZMA2 stream. py7zr stamps every entry with the current time, so the header
-    record of each entry is overwritten with the fixed time and attributes before py7zr writes
-    the header (in close()). On failure close() is never called: the partial file is only
-    closed and removed, with no header work during a Ctrl-C."""
+    """One solid BCJ + LZMA2 folder, compressed on every core (bundler/ship/sevenzip.py); each
+    member's hash is checked against the lock as soon as it has been read, so a changed file
+    stops the run before the rest is compressed for nothing."""
+    members = [
+        sevenzip.Member(entry.member, partial(_open_source, entry), entry.size) for entry in entries
+    ]
     hashes = []
-    archive = py7zr.SevenZipFile(raw, "w", filters=_SEVENZIP_FILTERS)
-    # A plain header: py7zr would compress it at preset 7 (a 16 MiB dictionary, ~30 MB more
-    # peak memory while the data encoder is still alive) to save a few hundred bytes.
-    archive.set_encoded_header_mode(False)
-    for entry in entries:
-        with _open_source(entry) as handle:
-            reader = _HashingReader(handle)
-            archive.writef(cast(IO[bytes], reader), entry.member)  # py7zr annotates IO[Any]
-        _fix_sevenzip_record(archive, entry.member)
-        hashes.append(_packed_hash(entry, reader))
-        packed(entry)
-    archive.close()  # writes the header; py7zr leaves the passed-in file open
+
+    def read(index: int, item: sevenzip.Packed) -> None:
+        hashes.append(_checked_hash(entries[index], item.sha256))
+        packed(entries[index])
+
+    sevenzip.write_7z(raw, members, SEVENZIP_TIME, _SEVENZIP_ATTRIBUTES, read)
     return hashes
-
-
-def _fix_sevenzip_record(archive: py7zr.SevenZipFile, member: str) -> None:
-    """py7zr 1.x writes a file's name, last-write time and attributes (not creation or access
-    times); its writef has no parameter for them, so they are set on its header record."""
-    record = archive.header.files_info.files[-1]
-    if record.get("filename") != member:
-        raise RuntimeError(f"py7zr's header record is not {member!r}: its layout changed")
-    record["lastwritetime"] = ArchiveTimestamp(SEVENZIP_TIME)
-    record["attributes"] = _SEVENZIP_ATTRIBUTES
 
 
 _PACKERS: dict[str, _Packer] = {".zip": _pack_zip, ".7z": _pack_sevenzip}
