@@ -185,6 +185,7 @@ REAL_TOOL_MODULES = (
     # bad-input catalogue (a CLI process per row), archives written and read back by 7z/unzip
     *("test_pe_fuzz", "test_interrupt", "test_locks", "test_concurrency"),
     *("test_bad_inputs", "test_archive"),
+    "test_gpu_probe",  # real ONNX Runtime sessions, a process per model
 )
 SLOW_TESTS = ("test_a_large_file_is_streamed",)
 
