@@ -75,7 +75,9 @@ class Installer:
     )
     publisher: str | None = _flag(None, "--publisher", "The publisher's name.")
     iss_compression: str | None = _flag(
-        None, "--iss-compression", "Inno Setup compression (default lzma2; zip/1 fast)."
+        None,
+        "--iss-compression",
+        "Inno Setup compression (default lzma2/normal; zip/1 fast).",
     )
     shortcut: bool | None = _flag(
         None, "--shortcut/--no-shortcut", "A Start-menu shortcut to the app."

@@ -20,7 +20,8 @@ needs no flags.
     app_version = "1.2.0"              # default: the exe's FileVersion
     publisher = "Example Ltd"
     app_id = "{{...}"                  # default: derived from app_name, stable
-    compression = "lzma2"              # Inno Setup's Compression (zip/1 compiles fastest)
+    compression = "lzma2/normal"       # Inno Setup's Compression (default: lzma2/normal with a
+                                       # 16 MiB dictionary, solid; zip/1 compiles fastest)
     shortcut = false                   # Start-menu shortcut to the app
     require_gpu = false                # default: the profile's; a silent install then fails
     install_scope = "machine"          # "user": no administrator ({autopf} is per-user); "ask"

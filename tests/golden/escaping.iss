@@ -19,7 +19,11 @@ ArchitecturesInstallIn64BitMode=x64compatible
 MinVersion=10.0.10240
 PrivilegesRequired=admin
 WizardStyle=modern
-Compression=lzma2
+Compression=lzma2/normal
+; compressed solid, in ISCC's separate (64-bit) compressor process
+SolidCompression=yes
+LZMAUseSeparateProcess=yes
+LZMADictionarySize=16384
 OutputBaseFilename=My-App-s-100-Ünïcode--1.0.0.0-setup
 SetupLogging=yes
 
