@@ -3,10 +3,12 @@ fail under CI=true: CI must never pass by skipping them silently."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,6 +42,17 @@ def require(condition: bool, reason: str) -> None:
     if IN_CI:
         pytest.fail(f"CI prerequisite missing: {reason}", pytrace=False)
     pytest.skip(reason)
+
+
+def require_module(name: str, reason: str) -> Any:
+    """Import `name` for a whole test module; without it the module is skipped, under CI that
+    is a failure instead."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        if IN_CI:
+            pytest.fail(f"CI prerequisite missing: {reason}", pytrace=False)
+        pytest.skip(reason, allow_module_level=True)
 
 
 def test_cache_dir() -> Path:

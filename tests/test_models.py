@@ -6,12 +6,14 @@ import hashlib
 import sys
 from pathlib import Path
 
-import onnx
 import pytest
-from onnx import TensorProto, helper
 
 from bundler.errors import ConfigError, InputFileError
 from bundler.models import op_key, read_model_ops
+from tests.conftest import require_module
+
+onnx = require_module("onnx", 'pip install "ort-bundle[models]" (.ci/run installs it)')
+TensorProto, helper = onnx.TensorProto, onnx.helper
 
 FLOAT = TensorProto.FLOAT
 BOOL = TensorProto.BOOL

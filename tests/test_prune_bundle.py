@@ -15,15 +15,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-import onnx
 import pytest
-from onnx import TensorProto, helper
 
 from bundler.evidence import all_evidence
 from bundler.lock import read_lock
 from bundler.prune import SUB_LIBRARY
-from tests.conftest import CPU, HELLO, pip_env
+from tests.conftest import CPU, HELLO, pip_env, require_module
 from tests.support.wine import Wine
+
+onnx = require_module("onnx", 'pip install "ort-bundle[models]" (.ci/run installs it)')
+TensorProto, helper = onnx.TensorProto, onnx.helper
 
 ORT = "1.31.1"
 # The issue's own measurement (ORT 1.31.1, H200): a transformer-style model maps no cuDNN
