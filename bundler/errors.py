@@ -135,6 +135,11 @@ class OutputError(BundleError):
     exit_code = ExitCode.OUTPUT
 
 
+class FileInUseError(OutputError):
+    """Windows kept refusing to replace or remove a file: another program holds it open (the
+    app that loads the DLL, a debugger, a service). The message names the file."""
+
+
 class SdkMissingError(BundleError):
     """The C/C++ headers and import libraries are needed, and no source that has them (ORT's
     release zip) could provide them: the PyPI wheels carry only the DLLs."""

@@ -23,6 +23,7 @@ import re
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from bundler.errors import InputFileError
 
@@ -53,6 +54,8 @@ _ARCH = re.compile(r"sm_(\d+)([af]?)")
 _LFANEW = struct.Struct("<60xI")
 _FILE_HEADER = struct.Struct("<4s2xH12xH2x")
 _SECTION_HEADER = struct.Struct("<8sI4xII16x")
+# Read buffer: one buffer holds a blob's headers, so walking them costs one read per blob.
+_BUFFER = 1 << 16
 _MAX_SECTIONS = 96  # the Windows loader's limit (PE format specification, COFF header)
 
 
@@ -76,9 +79,8 @@ def read_gpu_code(path: Path) -> GpuCode | None:
     """The SASS and PTX architectures in `path`'s fat binaries; None when it has no section
     `.nv_fatb` or `.nvFatBi` (no CUDA device code at all)."""
     try:
-        with open(path, "rb", buffering=0) as handle:
-            fd = handle.fileno()
-            file_size = os.fstat(fd).st_size
+        with open(path, "rb", buffering=_BUFFER) as fd:
+            file_size = os.fstat(fd.fileno()).st_size
             sections = [s for s in _sections(path, fd, file_size) if s.name in SECTIONS]
             if not sections:
                 return None
@@ -148,21 +150,21 @@ def _runs(name: str, capability: tuple[int, int], *, jit: bool) -> bool:
 # --- the PE section table ---------------------------------------------------------------------
 
 
-def _sections(path: Path, fd: int, file_size: int) -> list[_Section]:
+def _sections(path: Path, fd: BinaryIO, file_size: int) -> list[_Section]:
     """The section table, read with two small reads: only names and file ranges matter here.
     pe.read_pe checks the rest of the image; this module must not load a 700 MB file."""
-    head = os.pread(fd, _LFANEW.size, 0)
+    head = _read_at(fd, 0, _LFANEW.size)
     if len(head) < _LFANEW.size or head[:2] != b"MZ":
         raise _not_pe(path, "no MZ header")
     (nt,) = _LFANEW.unpack(head)
-    file_header = os.pread(fd, _FILE_HEADER.size, nt)
+    file_header = _read_at(fd, nt, _FILE_HEADER.size)
     if len(file_header) < _FILE_HEADER.size:
         raise _not_pe(path, "headers cut off")
     signature, count, optional_size = _FILE_HEADER.unpack(file_header)
     if signature != b"PE\0\0" or count > _MAX_SECTIONS:
         raise _not_pe(path, "no PE signature" if signature != b"PE\0\0" else "too many sections")
     table_at = nt + _FILE_HEADER.size + optional_size
-    table = os.pread(fd, _SECTION_HEADER.size * count, table_at)
+    table = _read_at(fd, table_at, _SECTION_HEADER.size * count)
     if len(table) < _SECTION_HEADER.size * count:
         raise _not_pe(path, "section table cut off")
     sections = []
@@ -181,7 +183,9 @@ def _sections(path: Path, fd: int, file_size: int) -> list[_Section]:
 # --- blobs and entries --------------------------------------------------------------------------
 
 
-def _walk_section(path: Path, fd: int, section: _Section, sass: set[str], ptx: set[str]) -> int:
+def _walk_section(
+    path: Path, fd: BinaryIO, section: _Section, sass: set[str], ptx: set[str]
+) -> int:
     """Walk the blobs of one section; returns how many. Each blob starts right after the one
     before or at the next 16-byte boundary after it (the measured padding is 8 zero bytes)."""
     end = section.start + section.size
@@ -201,7 +205,7 @@ def _walk_section(path: Path, fd: int, section: _Section, sass: set[str], ptx: s
 
 
 def _walk_blob(
-    path: Path, fd: int, section: _Section, offset: int, sass: set[str], ptx: set[str]
+    path: Path, fd: BinaryIO, section: _Section, offset: int, sass: set[str], ptx: set[str]
 ) -> int:
     """Read one blob's entry headers into `sass` and `ptx`; returns where the blob ends."""
     end = section.start + section.size
@@ -228,16 +232,23 @@ def _walk_blob(
     return blob_end
 
 
-def _read(path: Path, fd: int, section: _Section, offset: int, size: int) -> bytes:
-    data = os.pread(fd, size, offset)
+def _read(path: Path, fd: BinaryIO, section: _Section, offset: int, size: int) -> bytes:
+    data = _read_at(fd, offset, size)
     if len(data) < size or offset + size > section.start + section.size:
         raise _damaged(path, section.name, offset, "header runs past the end of its section")
     return data
 
 
-def _u32(fd: int, offset: int) -> int:
-    data = os.pread(fd, 4, offset)
+def _u32(fd: BinaryIO, offset: int) -> int:
+    data = _read_at(fd, offset, 4)
     return int.from_bytes(data, "little") if len(data) == 4 else -1
+
+
+def _read_at(fd: BinaryIO, offset: int, size: int) -> bytes:
+    """A positional read that works on every system (os.pread is POSIX-only): a seek within
+    the buffer costs no system call, and the headers read here lie close together."""
+    fd.seek(offset)
+    return fd.read(size)
 
 
 def _align(value: int, alignment: int) -> int:

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from bundler import __version__
+from bundler import __version__, files
 from bundler.errors import OutputError, PlanFormatError
 from bundler.profiles import GpuDriver
 
@@ -238,7 +237,7 @@ def write_lock(path: Path, lock: Lock) -> None:
     temp = path.with_name(f".{path.name}.bundle-tmp")
     try:
         temp.write_text(lock.to_json())
-        os.replace(temp, path)
+        files.replace(temp, path)
     except OSError as exc:
         temp.unlink(missing_ok=True)
         raise OutputError(

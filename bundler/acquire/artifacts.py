@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from bundler import files
 from bundler.acquire.cache import Cache
 from bundler.acquire.download import DownloadPolicy, Pins, ProgressCallback, download
 from bundler.acquire.extract import Extracted, Request, extract_all, is_extracted
@@ -414,7 +415,7 @@ def export_archives(acquired: Sequence[Acquired], cache: Cache, target: Path) ->
             os.link(cache.blob(item.sha256), temp)
         except OSError:
             shutil.copyfile(cache.blob(item.sha256), temp)
-        os.replace(temp, destination)
+        files.replace(temp, destination)
         written.append(destination)
     return written
 

@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
 
+from bundler import files
 from bundler.errors import BusyError, IntegrityError, OutputError
 from bundler.notes import note
 from bundler.settings import env_number
@@ -228,7 +229,7 @@ class Cache:
     def add(self, verified: Path, sha256: str, name: str, origin: str) -> Path:
         """Move an already verified file (in the cache's filesystem) into the store."""
         target = self.blob(sha256)
-        os.replace(verified, target)
+        files.replace(verified, target)
         self.remember(sha256, name, origin)
         return target
 
@@ -277,7 +278,7 @@ class Cache:
         temp = self.blobs / f".{sha256}.json.tmp"
         try:
             temp.write_text(json.dumps(record, indent=2))
-            os.replace(temp, self.blobs / f"{sha256}.json")
+            files.replace(temp, self.blobs / f"{sha256}.json")
         except OSError as exc:
             temp.unlink(missing_ok=True)
             raise self.write_error(exc) from exc
@@ -343,7 +344,7 @@ class Cache:
         temp = memo.with_name(f".hashes.{os.getpid()}.tmp")
         try:
             temp.write_text(json.dumps(hashes, indent=1, sort_keys=True))
-            os.replace(temp, memo)
+            files.replace(temp, memo)
         except OSError as exc:
             temp.unlink(missing_ok=True)
             raise self.write_error(exc) from exc

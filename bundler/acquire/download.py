@@ -17,7 +17,6 @@ Two calls must not download to the same `dest` at the same time: they would shar
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import threading
 import time
@@ -28,6 +27,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, NoReturn
 from urllib.parse import urlsplit
 
+from bundler import files
 from bundler.acquire.transport import (
     _advice,
     _cause_text,
@@ -185,7 +185,7 @@ def _download_to(
             transfer = _Transfer(http, url, body, pins, policy, progress)
             transfer.run()
             _verify(url, body, pins, transfer.resumed)
-        os.replace(part, dest)
+        files.replace(part, dest)
     except IntegrityError:
         part.unlink(missing_ok=True)
         raise

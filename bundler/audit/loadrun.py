@@ -24,30 +24,28 @@ How it runs (under Wine: not Windows, `wine` on PATH):
   gives exit 3 and no import line (its initialisation needs a GPU: error 998), the same DLL
   without cudnn64_9.dll gives the import_dll line for cudnn64_9.dll; every cuDNN sub-library
   and NVRTC loads (exit 4).
-- On timeout the run's process group is killed, and for the private prefix its wineserver
+- On timeout the run's whole process tree is killed (bundler.audit.programs: the process group
+  on Linux, a job object on Windows), and for the private prefix its wineserver
   too (`wineserver -k`), so nothing started by the proof keeps running. A user's prefix keeps
   its server: other programs may be using it.
 
 On Windows (os.name == "nt") the exe is started directly (PATH reduced to the system folders,
 error dialogs off) and each root is loaded by LoadLibraryExW in a Python subprocess. Python's
 own vcruntime140.dll is already mapped in that subprocess, so VC++ runtime gaps are proven by
-the exe runs only. This path is small and not tested here (the project's CI is Linux).
+the exe runs only. The tests' Windows tier runs this path under the official CPython for Windows
+(docs/windows.md).
 
 Act layer: runs programs; writes nothing but the private Wine prefix.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +65,8 @@ from bundler.audit.loadproof import (
     proof_findings,
     runtime_roots,
 )
+from bundler.audit.programs import Outcome
+from bundler.audit.programs import run as run_program
 from bundler.audit.report import AuditReport
 from bundler.audit.suppressions import Suppression, suppress
 from bundler.errors import LoaderUnavailableError
@@ -97,53 +97,6 @@ _WINDOWS_LOAD = (
 )
 
 
-# --- running programs -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Outcome:
-    exit_code: int | None  # None: stopped at the time limit
-    stdout: str
-    stderr: str
-
-
-def _run(command: Sequence[str], cwd: Path | None, env: dict[str, str], timeout: float) -> _Outcome:
-    """Run with output to temporary files, not pipes: a process the run starts (Wine's
-    services) may keep a pipe open long after the run itself ended. On timeout the whole
-    process group is killed."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        process = subprocess.Popen(
-            list(command),
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            start_new_session=os.name != "nt",
-        )
-        try:
-            code: int | None = process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill(process)
-            code = None
-        out.seek(0)
-        err.seek(0)
-        return _Outcome(code, _text(out.read()), _text(err.read()))
-
-
-def _text(data: bytes) -> str:
-    return data.decode("utf-8", errors="replace")
-
-
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    if os.name == "nt":
-        process.kill()
-    else:
-        with contextlib.suppress(ProcessLookupError):  # the group is gone already
-            os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-
-
 class WineLoader:
     """Wine in one prefix: prepares it, starts apps, loads DLLs, and cleans up after a run
     that ran out of time."""
@@ -169,7 +122,7 @@ class WineLoader:
 
     def prepare(self) -> None:
         """Create the prefix if needed (once, under a lock), then warm it up."""
-        version = _run(["wine", "--version"], None, self.env("-all"), PREPARE_TIMEOUT)
+        version = run_program(["wine", "--version"], None, self.env("-all"), PREPARE_TIMEOUT)
         self.version = version.stdout.strip() or "wine"
         if self.owned:
             self.prefix.parent.mkdir(parents=True, exist_ok=True)
@@ -196,7 +149,7 @@ class WineLoader:
     def _boot(self, *args: str) -> None:
         """wineboot; Mono and Gecko stay out (their installers would want a screen)."""
         env = self.env("-all", "mscoree,mshtml=")
-        done = _run(["wineboot", *args], None, env, PREPARE_TIMEOUT)
+        done = run_program(["wineboot", *args], None, env, PREPARE_TIMEOUT)
         if done.exit_code != 0:
             self._stop()
             what = "timed out" if done.exit_code is None else f"failed (exit {done.exit_code})"
@@ -208,7 +161,9 @@ class WineLoader:
             )
 
     def windows_path(self, folder: Path) -> str:
-        done = _run(["winepath", "-w", str(folder)], folder, self.env("-all"), PREPARE_TIMEOUT)
+        done = run_program(
+            ["winepath", "-w", str(folder)], folder, self.env("-all"), PREPARE_TIMEOUT
+        )
         path = done.stdout.strip()
         if done.exit_code != 0 or not path:
             raise LoaderUnavailableError(
@@ -217,10 +172,10 @@ class WineLoader:
             )
         return path.rstrip("\\")
 
-    def run(self, command: Sequence[str], cwd: Path, timeout: float) -> _Outcome:
+    def run(self, command: Sequence[str], cwd: Path, timeout: float) -> Outcome:
         """One run with the loader's settings; past the time limit, the prefix is cleaned up."""
         self._warm_up()
-        outcome = _run(command, cwd, self.env(overrides=self.overrides), timeout)
+        outcome = run_program(command, cwd, self.env(overrides=self.overrides), timeout)
         if outcome.exit_code is None:
             self._stop()
         return outcome
@@ -231,7 +186,7 @@ class WineLoader:
         self._warm = False
         if self.owned and shutil.which("wineserver"):
             for flag in ("-k", "-w"):
-                _run(["wineserver", flag], None, self.env("-all"), PREPARE_TIMEOUT)
+                run_program(["wineserver", flag], None, self.env("-all"), PREPARE_TIMEOUT)
 
 
 def _wine_runs(
@@ -258,7 +213,7 @@ def _wine_runs(
 
 
 def _wine_run(
-    plan: Plan, target: str, kind: str, command: tuple[str, ...], outcome: _Outcome, limit: float
+    plan: Plan, target: str, kind: str, command: tuple[str, ...], outcome: Outcome, limit: float
 ) -> LoaderRun:
     lines = parse_lines(outcome.stderr)
     missing = audit_missing(plan, target)
@@ -312,14 +267,14 @@ def _windows_runs(
     exes = app_exes(plan)
     for exe in exes:
         command = (str(folder / exe), *app_args)
-        outcome = _run(command, folder, env, timeout)
+        outcome = run_program(command, folder, env, timeout)
         not_found = outcome.exit_code is not None and (outcome.exit_code & 0xFFFFFFFF) == (
             STATUS_DLL_NOT_FOUND
         )
         runs.append(_windows_run(plan, exe, "app", command, outcome.exit_code, not_found))
     for dll in runtime_roots(plan, exes):
         command = (sys.executable, "-c", _WINDOWS_LOAD, str(folder / dll))
-        outcome = _run(command, folder, env, timeout)
+        outcome = run_program(command, folder, env, timeout)
         not_found = outcome.exit_code == ERROR_MOD_NOT_FOUND
         runs.append(_windows_run(plan, dll, "dll", command, outcome.exit_code, not_found))
     return runs
@@ -361,7 +316,7 @@ def prove_load(
         runs = _windows_runs(plan, folder, app_args, timeout)
         proof = judge(plan, names, runs, loader="windows", loader_version="Windows")
         doctor = _doctor(
-            folder, names, lambda command: _run(command, folder, {**os.environ}, timeout)
+            folder, names, lambda command: run_program(command, folder, {**os.environ}, timeout)
         )
     else:
         loader = _wine_loader(plan, cache_dir, note)
@@ -393,7 +348,7 @@ def prove_load(
 
 
 def _doctor(
-    folder: Path, names: Sequence[str], run: Callable[[tuple[str, ...]], _Outcome]
+    folder: Path, names: Sequence[str], run: Callable[[tuple[str, ...]], Outcome]
 ) -> dict[str, Any] | None:
     """bundle-doctor.exe --json, when the bundle ships it with its data file: its report, or
     {"error": ...} when it gave none."""

@@ -29,6 +29,7 @@ def main() -> None:
     handles usage errors (exit 2) and typer.Exit; everything ends in SystemExit."""
     from bundler import notes
 
+    utf8_streams()
     notes.set_sink(lambda message: typer.echo(message, err=True))
     try:
         try:
@@ -47,6 +48,20 @@ def main() -> None:
         error = traceback.format_exc(limit=-1).strip().splitlines()[-1]
         typer.echo(f"internal error: {error}; rerun with --debug and report it.", err=True)
         sys.exit(ExitCode.INTERNAL)
+
+
+def utf8_streams() -> None:
+    """Output redirected to a file or pipe is UTF-8 on every system, so an `é` or CJK name in a
+    path neither crashes the command (Windows would encode for cp1252, a C locale for ASCII)
+    nor reaches a log as `?`. A Windows console is UTF-8 to Python already (it writes with
+    WriteConsoleW). Colour is rich's choice: only on a terminal, never when NO_COLOR is set
+    (docs/windows.md)."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
+        if reconfigure is None or encoding == "utf8":
+            continue
+        reconfigure(encoding="utf-8", errors="backslashreplace")
 
 
 def command() -> Any:

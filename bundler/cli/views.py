@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # type hints only: importing views must not import every comm
     from bundler.rules.drift import DriftReport
     from bundler.rules.scan import ScanResult
     from bundler.ship.build import BuildResult
+    from bundler.ship.deploy import Counters
     from bundler.ship.msbuild import MsbuildResult
 
 TREE_STATUSES = (Status.APP, Status.BUNDLED, Status.DRIVER, Status.MISSING)
@@ -254,6 +255,22 @@ def cache_table(root: Path, entries: Sequence[CacheEntry]) -> str:
     return "\n".join(lines)
 
 
+def counters_lines(c: Counters) -> list[str]:
+    """What a deployment did: bytes copied, files cloned (no bytes written) or hard-linked,
+    and --link's fall-back to copies, which the user asked not to get."""
+    cloned = f", cloned {c.cloned} (blocks shared, no bytes written)" if c.cloned else ""
+    lines = [
+        f"  copied {c.copied} ({human_size(c.bytes_written)}){cloned}, linked {c.linked}, "
+        f"unchanged {c.skipped}, removed {c.removed}; hashed {c.hashed} files"
+    ]
+    if c.link_fallbacks:
+        lines.append(
+            f"  --link: {c.link_fallbacks} files copied instead of linked: the cache is on "
+            "another volume than the output folder (or its filesystem has no hard links)"
+        )
+    return lines
+
+
 def build_report(result: BuildResult) -> str:
     c = result.counters
     verb = "Would deploy" if result.dry_run else "Deployed"
@@ -266,10 +283,7 @@ def build_report(result: BuildResult) -> str:
             lines.append(f"  {step.action:<7} {step.placement.name}{reason}")
         lines += [f"  remove  {name} (--clean)" for name in result.deployment.removals]
     else:
-        lines.append(
-            f"  copied {c.copied} ({human_size(c.bytes_written)}), linked {c.linked}, "
-            f"unchanged {c.skipped}, removed {c.removed}; hashed {c.hashed} files"
-        )
+        lines += counters_lines(c)
         lines.append(f"  lock file: {result.out / LOCK_NAME}")
     if result.deployment.stale:
         names = ", ".join(result.deployment.stale)
@@ -307,8 +321,7 @@ def msbuild_report(result: MsbuildResult) -> str:
     lines = [
         f"Laid out {result.out} for {result.plan.profile}: {dlls} DLLs in bin/, {headers} "
         f"headers in include/, {', '.join(libraries)}",
-        f"  copied {c.copied} ({human_size(c.bytes_written)}), linked {c.linked}, "
-        f"unchanged {c.skipped}, removed {c.removed}; hashed {c.hashed} files",
+        *counters_lines(c),
         f"  lock file: {result.out / LOCK_NAME}",
         f"  MSBuild: {props}, {targets} ({len(result.files.changed)} written, "
         f"{len(result.files.paths) - len(result.files.changed)} unchanged)",

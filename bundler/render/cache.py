@@ -25,7 +25,7 @@ from contextlib import suppress
 from functools import cache
 from pathlib import Path
 
-from bundler import resources
+from bundler import files, resources
 
 KEEP = 200  # entries; one build writes three of a few kB each
 _PREFIX = "rendered-"
@@ -87,7 +87,7 @@ def store(key: str, text: str) -> None:
     temp = folder / f".{_PREFIX}{key}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:
         temp.write_bytes(hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
-        os.replace(temp, entry)
+        files.replace(temp, entry)
     except OSError:
         with suppress(OSError):
             temp.unlink(missing_ok=True)

@@ -17,7 +17,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bundler import resources
+from bundler import files, resources
 from bundler.errors import ConfigError, OutputError
 
 UTF8_BOM = "\ufeff"
@@ -192,7 +192,7 @@ def write_text(path: Path, text: str, *, bom: bool = False, newline: str = "\n")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         temp.write_bytes(data)
-        os.replace(temp, path)
+        files.replace(temp, path)
     except OSError as exc:
         with contextlib.suppress(OSError):  # e.g. the parent is a file: no temp file either
             temp.unlink(missing_ok=True)

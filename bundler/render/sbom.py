@@ -5,12 +5,11 @@ content (the same bundle gives the same bytes)."""
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from pathlib import Path
 from typing import Any
 
-from bundler import __version__
+from bundler import __version__, files
 from bundler.lock import Lock, LockedFile
 from bundler.profiles import Artifact, Profile
 
@@ -66,4 +65,4 @@ def _component(item: LockedFile, artifact: Artifact | None) -> dict[str, Any]:
 def write_sbom(path: Path, lock: Lock, profile: Profile, app_name: str) -> None:
     temp = path.with_name(f".{path.name}.bundle-tmp")
     temp.write_text(json.dumps(sbom_document(lock, profile, app_name), indent=2) + "\n")
-    os.replace(temp, path)
+    files.replace(temp, path)

@@ -37,6 +37,7 @@ from typing import IO, BinaryIO
 import py7zr
 import py7zr.exceptions
 
+from bundler import files
 from bundler.acquire.cache import file_sha256
 from bundler.acquire.download import ProgressCallback
 from bundler.errors import (
@@ -148,7 +149,7 @@ def _write_verified(
         os.fsync(raw.fileno())  # on disk before the rename makes it the archive
     verify_archive(temp, hashes, kind)
     size, digest = temp.stat().st_size, file_sha256(temp)
-    os.replace(temp, target)
+    files.replace(temp, target)
     return size, digest
 
 

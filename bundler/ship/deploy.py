@@ -9,11 +9,12 @@ Decide first (`plan_deployment`, reads only), then apply (`apply`). Rules:
   overwritten without --force;
 - --clean removes the files an earlier build wrote (from its lock), and nothing else.
 
-Copying costs what the kernel's copy costs (benchmarks/README.md, P2): a reflink (FICLONE) where
-the filesystem shares blocks (Btrfs, XFS, bcachefs; ReFS / Dev Drive block cloning on Windows
-is for later), else `copy_file_range` / `sendfile` as shutil.copyfile uses them, in chunks so
-the progress bar moves, several files at once. Like cp, xcopy and MSBuild's Copy, nothing is
-fsynced: the rename protects against a killed build, the page cache writes the bytes back.
+Copying costs what the kernel's copy costs (benchmarks/README.md, P2): a clone where the
+filesystem shares blocks (FICLONE on Btrfs, XFS, bcachefs; block cloning on ReFS and Dev Drive
+volumes, bundler.files), else `copy_file_range` / `sendfile` as shutil.copyfile uses them, in
+chunks so the progress bar moves, several files at once. Counters say which was used. Like cp,
+xcopy and MSBuild's Copy, nothing is fsynced: the rename protects against a killed build, the
+page cache writes the bytes back.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from pathlib import Path
 
 from bundler.acquire.cache import file_lock
 from bundler.acquire.download import ProgressCallback, ProgressMeter
-from bundler.errors import ConflictError, InputFileError, OutputError
+from bundler.errors import ConflictError, FileInUseError, InputFileError, OutputError
+from bundler.files import NO_FAST_PATH, case_collisions, clone, remove, replace
 from bundler.pe import format_version, read_pe
 
 TEMP_SUFFIX = ".bundle-tmp"
@@ -40,12 +42,6 @@ COPY_CHUNK = 64 << 20  # bytes per kernel copy call: the progress bar moves betw
 # Files copied at once: a page-cache copy is CPU work in the kernel, so two files on two cores
 # take about half the time of one after the other (measured: benchmarks/README.md, P2).
 COPY_WORKERS = max(2, min(4, os.cpu_count() or 2))
-FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int), share the source's blocks
-# What a filesystem or kernel without a fast path answers: fall back to the next method.
-_NO_FAST_PATH = {
-    errno.EBADF, errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV,
-    errno.ENOTTY, errno.EPERM, errno.ETXTBSY,
-}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -66,8 +62,10 @@ class Step:
 
 @dataclass
 class Counters:
-    copied: int = 0
+    copied: int = 0  # bytes written (bytes_written), by the kernel's copy or by hand
+    cloned: int = 0  # sharing the source's blocks: FICLONE, or block cloning on Windows
     linked: int = 0
+    link_fallbacks: int = 0  # --link asked, but the cache is on another volume: copied
     skipped: int = 0
     removed: int = 0
     hashed: int = 0
@@ -114,11 +112,26 @@ def plan_deployment(
     clean: bool = False,
 ) -> Deployment:
     """`previous`: name -> size of the files the earlier build's lock file lists."""
+    _refuse_case_collisions(placements)
     removals = tuple(sorted(previous)) if clean else ()
     steps = [_step(p, out, previous, link, force, clean) for p in placements]
     wanted = {p.name.lower() for p in placements}
     stale = tuple(name for name in sorted(previous) if name.lower() not in wanted)
     return Deployment(out, tuple(steps), () if clean else stale, removals)
+
+
+def _refuse_case_collisions(placements: Sequence[Placement]) -> None:
+    """Two files whose names differ only by case are one file on Windows: the second would
+    silently replace the first there, so the bundle is refused everywhere."""
+    pairs = case_collisions(p.name for p in placements)
+    if pairs:
+        sources = {p.name: p.source for p in placements}
+        first, second = pairs[0]
+        raise ConflictError(
+            f"{first} ({sources[first]}) and {second} ({sources[second]}) differ only by case: "
+            "on Windows they are one file, and one would overwrite the other. Rename one of "
+            "them (or drop one from the profile or bundle.toml)."
+        )
 
 
 def _step(
@@ -176,6 +189,9 @@ def apply(
     ]
     try:
         _apply(deployment, counters, progress)
+    except FileInUseError:
+        _remove_created(out, created, existed)
+        raise
     except OSError as exc:
         _remove_created(out, created, existed)
         name = f" {Path(exc.filename).name}" if exc.filename else ""
@@ -209,7 +225,7 @@ def _apply(
     remove_leftovers(out)
     for name in deployment.removals:
         if (out / name).is_file():
-            (out / name).unlink()
+            remove(out / name)
             counters.removed += 1
     writes = []
     for step in deployment.steps:
@@ -239,31 +255,40 @@ def _place_all(steps: Sequence[Step], out: Path, counters: Counters, meter: Prog
     for step, future in zip(ordered, futures, strict=True):
         if future.cancelled():
             continue
-        if future.result():
-            counters.linked += 1
-        else:
-            counters.copied += 1
-            counters.bytes_written += step.placement.size
+        _count(counters, step, future.result())
 
 
-def _place(step: Step, out: Path, meter: ProgressMeter) -> bool:
-    """Write one file under a temporary name, then rename it into place. True when it was
-    hard-linked, False when copied."""
+def _count(counters: Counters, step: Step, how: str) -> None:
+    if how == "link":
+        counters.linked += 1
+        return
+    if step.action == "link":
+        counters.link_fallbacks += 1
+    if how == "clone":
+        counters.cloned += 1
+    else:
+        counters.copied += 1
+        counters.bytes_written += step.placement.size
+
+
+def _place(step: Step, out: Path, meter: ProgressMeter) -> str:
+    """Write one file under a temporary name, then rename it into place. Says how: "link",
+    "clone" or "copy"."""
     target = out / step.placement.name
     target.parent.mkdir(parents=True, exist_ok=True)
     temp = target.with_name(f".{target.name}{TEMP_SUFFIX}")
-    temp.unlink(missing_ok=True)
+    remove(temp)
     try:
-        linked = step.action == "link" and _try_link(step.placement.source, temp)
-        if linked:
+        if step.action == "link" and _try_link(step.placement.source, temp):
             meter.add(step.placement.size)
+            how = "link"
         else:
-            _copy(step.placement.source, temp, meter.add)
-        os.replace(temp, target)
+            how = _copy(step.placement.source, temp, meter.add)
+        replace(temp, target)
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
-    return linked
+    return how
 
 
 def _try_link(source: Path, temp: Path) -> bool:
@@ -274,33 +299,19 @@ def _try_link(source: Path, temp: Path) -> bool:
         return False
 
 
-def _copy(source: Path, temp: Path, advance: Callable[[int], None]) -> None:
-    """Reflink, else the kernel's copy, else read/write; the source's times are kept (the
-    quick check of the next build compares them)."""
+def _copy(source: Path, temp: Path, advance: Callable[[int], None]) -> str:
+    """Clone, else the kernel's copy, else read/write; the source's times are kept (the
+    quick check of the next build compares them). Says "clone" or "copy"."""
     with source.open("rb") as reader, temp.open("wb") as writer:
         size = os.fstat(reader.fileno()).st_size
-        if _clone(reader.fileno(), writer.fileno()):
+        how = "clone" if clone(reader.fileno(), writer.fileno(), size) else "copy"
+        if how == "clone":
             advance(size)
         elif not _kernel_copy(reader.fileno(), writer.fileno(), size, advance):
             _user_copy(reader, writer, advance)
     stat = source.stat()
     os.utime(temp, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-
-
-def _clone(source: int, target: int) -> bool:
-    """FICLONE: the copy shares the source's blocks (instant, no space used) where the
-    filesystem can; False where it cannot (ext4, tmpfs, another filesystem, not Linux)."""
-    if not sys.platform.startswith("linux"):
-        return False
-    import fcntl
-
-    try:
-        fcntl.ioctl(target, FICLONE, source)
-        return True
-    except OSError as exc:
-        if exc.errno in _NO_FAST_PATH:
-            return False
-        raise
+    return how
 
 
 def _kernel_copy(source: int, target: int, size: int, advance: Callable[[int], None]) -> bool:
@@ -319,7 +330,7 @@ def _kernel_copy(source: int, target: int, size: int, advance: Callable[[int], N
                 done += sent
                 advance(sent)
         except OSError as exc:
-            if done or exc.errno not in _NO_FAST_PATH:
+            if done or exc.errno not in NO_FAST_PATH:
                 raise
         if done == size:
             return True
@@ -368,5 +379,5 @@ def remove_leftovers(out: Path) -> list[Path]:
     """Temporary files of a build that was killed part way."""
     leftovers = [p for p in out.rglob(f".*{TEMP_SUFFIX}") if p.is_file()]
     for path in leftovers:
-        path.unlink()
+        remove(path)
     return leftovers
