@@ -16,7 +16,8 @@ pytest_plugins = [
     "tests.support.httpserver",
     "tests.support.wine",
     "tests.support.inno",
-]  # `http_server`, `wine`, `inno`
+    "tests.support.winpython",
+]  # `http_server`, `wine`, `inno`, `win_python` (the Windows tier)
 
 REPO = Path(__file__).resolve().parent.parent
 # Defined once for every test module: the example app and the 1.19.2 profiles most tests use.
@@ -191,6 +192,7 @@ def cpu_cache(real_dlls: RealDlls, tmp_path_factory: pytest.TempPathFactory) -> 
 # Fixtures that start a real tool or bring real data: a test using one is in the slow tier.
 REAL_TOOL_FIXTURES = frozenset(
     {"wine", "inno", "xbuild", "standins", "mingw_build", "real_dlls", "gpu_cache", "cpu_cache"}
+    | {"win_python", "win_wine"}
 )
 REAL_TOOL_MODULES = (
     *("test_audit_html", "test_mingw_fixtures", "test_packaging", "test_docs", "test_audit_run"),
