@@ -1,6 +1,7 @@
 """Benchmark: `bundle` on the real 2.6 GB GPU payload, each command beside its yardstick.
 
     python benchmarks/run.py [--repeat N] [--only P1,P2,...] [--work DIR] [--json FILE]
+    python benchmarks/run.py --windows 3.13 --only P1,P2,P3   # CPython for Windows, under Wine
 
 Prepares the real data in the tests' cache ($BUNDLE_TEST_CACHE, else ~/.cache/bundle-tests:
 the pinned wheels, fetched by tools/fetch_test_wheels.py when missing), then times whole
@@ -35,10 +36,10 @@ sys.path.insert(0, str(REPO))
 # benchmarks/compression.py imports from here: one module, whether run as a script or not.
 sys.modules.setdefault("benchmarks.run", sys.modules[__name__])
 
-from benchmarks import compression  # noqa: E402
+from benchmarks import compression, windows  # noqa: E402
 from bundler.errors import BundleError  # noqa: E402
+from bundler.files import FICLONE  # noqa: E402
 from bundler.profiles import PipSource, UrlSource, load_profile  # noqa: E402
-from bundler.ship.deploy import FICLONE  # noqa: E402
 from tools.fetch_test_wheels import default_cache, dll_folder, pinned_wheels  # noqa: E402
 
 PROFILE = "ort-1.19.2-gpu-cuda12"
@@ -104,14 +105,21 @@ class Failed(Exception):
 
 def run(command: Sequence[str], env: dict[str, str] | None = None) -> Sample:
     """One whole process, timed from start to exit; rusage from wait4 (this process only,
-    including what it waited for)."""
+    including what it waited for). Output goes to temporary files, except for the Windows
+    Python (--windows): under Wine a Windows process whose standard handle is a file dies at
+    start-up (tests/support/winpython.py), so it writes to /dev/null and, on failure, runs
+    again for the message."""
+    windows = command[: len(PYTHON)] == PYTHON and bool(WINDOWS)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        sink = subprocess.DEVNULL if windows else out
         start = time.perf_counter()
-        process = subprocess.Popen(list(command), stdout=out, stderr=err, env=env)
+        process = subprocess.Popen(list(command), stdout=sink, stderr=sink, env=env)
         _, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - start
         process.returncode = os.waitstatus_to_exitcode(status)
         if process.returncode != 0:
+            if windows:
+                _output(list(command))  # raises Failed with bundle's message
             err.seek(0)
             tail = err.read().decode(errors="replace").strip().splitlines()[-3:]
             raise Failed(f"{shlex.join(command)} exited {process.returncode}: {' / '.join(tail)}")
@@ -119,10 +127,14 @@ def run(command: Sequence[str], env: dict[str, str] | None = None) -> Sample:
 
 
 PYTHON = [sys.executable]  # --python: the interpreter (an environment) that runs bundle
+WINDOWS: dict[str, str] = {}  # --windows: the environment of the Windows Python under Wine
 
 
 def bundle(*args: str) -> list[str]:
-    """The CLI as a user starts it, from this checkout whatever is installed."""
+    """The CLI as a user starts it, from this checkout whatever is installed; for the Windows
+    Python every absolute path is spelled as Windows sees it (Z:\\...)."""
+    if WINDOWS:
+        args = tuple("Z:" + arg.replace("/", "\\") if arg.startswith("/") else arg for arg in args)
     return [*PYTHON, "-m", "bundler", *args]
 
 
@@ -136,7 +148,7 @@ def warm(paths: Sequence[Path]) -> None:
 
 def bundle_env() -> dict[str, str]:
     path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "PYTHONPATH": path}
+    env = {**os.environ, "PYTHONPATH": path, **WINDOWS}
     env.pop("BUNDLE_DEBUG", None)
     return env
 
@@ -176,6 +188,10 @@ def prepare(work: Path) -> Data:
     cache = work / "cache"
     pip_env = {**env, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels)}
     fetch = bundle("fetch", "--profile", PROFILE, "--source", "pip", "--cache-dir", str(cache))
+    if WINDOWS:  # no pip in the embeddable Python's way: the same wheels, by file name
+        fetch = bundle(
+            "fetch", "--profile", PROFILE, "--mirror", str(wheels), "--cache-dir", str(cache)
+        )
     subprocess.run(fetch, env=pip_env, check=True, capture_output=True)
     reference = work / "reference"
     if not (reference / "bundle.lock.json").is_file():
@@ -545,14 +561,24 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=default_cache() / "bench", help="scratch")
     parser.add_argument("--json", type=Path, help="also write every sample here")
     parser.add_argument("--python", type=Path, help="run bundle with this interpreter")
+    parser.add_argument(
+        "--windows", metavar="3.11|3.13", help="run bundle with CPython for Windows, under Wine"
+    )
     args = parser.parse_args()
     if args.python:
         PYTHON[:] = [str(args.python)]
+    if args.windows:
+        args.work = args.work.with_name(f"{args.work.name}-windows-{args.windows}")
+        args.work.mkdir(parents=True, exist_ok=True)
+        PYTHON[:], environment = windows.interpreter(args.windows, args.work)
+        WINDOWS.update(environment)
     missing = [tool for tool in (OBJDUMP, DLLTOOL, "unzip", "cp") if shutil.which(tool) is None]
     if missing:
         sys.exit(f"missing {', '.join(missing)}: apt-get install mingw-w64 unzip")
     args.work.mkdir(parents=True, exist_ok=True)
     facts = machine(args.work)
+    if args.windows:
+        facts.update(windows.overhead(PYTHON, bundle_env(), args.repeat))
     print("preparing the GPU data (first run: fetch and extract 1.5 GB) ...", flush=True)
     rows: list[Row] = []
     step = "preparing"
@@ -564,6 +590,9 @@ def main() -> None:
     except (Failed, BundleError, subprocess.CalledProcessError) as failure:
         print(f"{step}: could not be measured: {failure}", file=sys.stderr)
         sys.exit(2)
+    if WINDOWS:  # the targets are for a native run; under Wine the rows are information
+        for row in rows:
+            row.limit, row.note = None, "under Wine: information"
     facts["load average (1 min) at end"] = f"{os.getloadavg()[0]:.2f}"
     print(report(rows, facts))
     if args.json:
