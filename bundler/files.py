@@ -23,6 +23,7 @@ import stat
 import sys
 import time
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 
 from bundler.errors import FileInUseError
@@ -54,6 +55,47 @@ def remove(path: Path) -> None:
     _patiently(lambda: path.unlink(missing_ok=True), path)
 
 
+def wait_until_free(paths: Iterable[Path]) -> None:
+    """Before a deployment changes anything: each existing path in `paths` (files it will
+    replace or remove) is opened as a replace needs it, and one that another process holds
+    is waited for as `replace` waits, then named by FileInUseError. So a refused build leaves
+    the folder as it was, instead of failing at the held file with the others already
+    replaced. Windows only: elsewhere a file's name is replaced whoever has it open."""
+    if sys.platform != "win32":
+        return
+    for path in paths:
+        _patiently(partial(_open_for_replace, path), path)
+
+
+def _open_for_replace(path: Path) -> None:
+    """Open `path` for delete and write access, sharing everything, and close it: refused with
+    ERROR_SHARING_VIOLATION while a process holds it without FILE_SHARE_DELETE, or has it
+    loaded (an image section refuses write access, so a loaded DLL does too, though Windows
+    lets anyone rename it); ERROR_ACCESS_DENIED for a read-only file."""
+    if sys.platform != "win32":  # for mypy: ctypes.WinDLL exists on Windows alone
+        return
+    import ctypes
+    from ctypes import wintypes
+
+    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+    kernel32.CreateFileW.restype = wintypes.HANDLE
+    kernel32.CreateFileW.argtypes = (
+        wintypes.LPCWSTR, wintypes.DWORD, wintypes.DWORD, ctypes.c_void_p,
+        wintypes.DWORD, wintypes.DWORD, wintypes.HANDLE,
+    )  # fmt: skip
+    kernel32.CloseHandle.argtypes = (wintypes.HANDLE,)
+    delete_and_write, share_all, open_existing = 0x00010002, 0x7, 3
+    handle = kernel32.CreateFileW(
+        str(path), delete_and_write, share_all, None, open_existing, 0, None
+    )
+    if handle is None or handle == wintypes.HANDLE(-1).value:
+        code = ctypes.get_last_error()
+        if code not in (2, 3):  # ERROR_FILE_NOT_FOUND, _PATH_NOT_FOUND: nothing to wait for
+            raise ctypes.WinError(code)
+        return
+    kernel32.CloseHandle(handle)
+
+
 def _patiently(action: Callable[[], None], target: Path) -> None:
     for delay in (*RETRY_DELAYS, None):
         try:
@@ -62,6 +104,8 @@ def _patiently(action: Callable[[], None], target: Path) -> None:
         except PermissionError as exc:
             if not WINDOWS or getattr(exc, "winerror", None) not in _IN_USE:
                 raise
+            if target.is_dir():
+                raise  # a folder stands there (Linux: IsADirectoryError), no holder to wait for
             if _clear_read_only(target):
                 continue  # retried at once: the attribute, not a holder, refused it
             if delay is None:
@@ -84,10 +128,28 @@ def _clear_read_only(path: Path) -> bool:
 def _in_use_message(target: Path, exc: PermissionError) -> str:
     waited = sum(RETRY_DELAYS)
     return (
-        f"{target}: Windows refused to replace or remove it for {waited:.0f} s ({exc.strerror}):"
+        f"{target}: Windows refused to replace or remove it for {waited:.0f} s"
+        f" ({str(exc.strerror or exc).rstrip('.')}):"
         " another program has it open, most often the app itself (or a debugger or service that"
         " loaded it). Close that program, then run the command again; nothing else in the"
         " folder was left half-written."
+    )
+
+
+def too_long(path: str | os.PathLike[str], exc: OSError) -> str | None:
+    """The fix when Windows refused `path` for its length, else None. Without long paths
+    enabled (the default), Windows' file functions refuse a full path of MAX_PATH (260)
+    characters or more, a folder's from 248, with ERROR_PATH_NOT_FOUND or
+    ERROR_FILENAME_EXCED_RANGE; the \\\\?\\ prefix lifts the limit for that path."""
+    full = os.path.abspath(path)
+    refused = getattr(exc, "winerror", None) in (3, 206)
+    if not refused or len(full) < 248 or full.startswith("\\\\?\\"):
+        return None
+    return (
+        f"The path is {len(full)} characters long, and a Windows without long paths refuses "
+        "260 or more (248 for a folder). Enable them (LongPathsEnabled = 1 under HKLM\\SYSTEM\\"
+        'CurrentControlSet\\Control\\FileSystem, or the policy "Enable Win32 long paths"), '
+        "give the folder with the \\\\?\\ prefix, or choose a shorter one."
     )
 
 
@@ -101,6 +163,23 @@ def case_collisions(names: Iterable[str]) -> list[tuple[str, str]]:
         if first != name:
             pairs.append((first, name))
     return pairs
+
+
+def as_listed(path: Path) -> Path:
+    """`path` with its file name spelled as its folder lists it: Windows opens hello.exe for
+    HELLO.EXE, and the bundle ships, locks and shows the file's own name, whatever the user
+    typed. Unchanged where the system itself does not find the file that way (a Linux
+    folder: the read that follows names the missing file), or no single entry matches."""
+    if not path.exists():
+        return path
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return path
+    if path.name in names:
+        return path
+    matches = [name for name in names if name.casefold() == path.name.casefold()]
+    return path.with_name(matches[0]) if len(matches) == 1 else path
 
 
 # --- fast copies --------------------------------------------------------------------------------

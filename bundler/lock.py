@@ -137,7 +137,7 @@ def read_lock(path: Path) -> Lock | None:
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise PlanFormatError(
             f"{path}: not a valid bundle lock file ({exc}); {_REWRITE}."
@@ -236,7 +236,7 @@ def write_lock(path: Path, lock: Lock) -> None:
     OutputError with the temporary file removed."""
     temp = path.with_name(f".{path.name}.bundle-tmp")
     try:
-        temp.write_text(lock.to_json())
+        temp.write_text(lock.to_json(), encoding="utf-8", newline="\n")  # the same bytes on Windows
         files.replace(temp, path)
     except OSError as exc:
         temp.unlink(missing_ok=True)

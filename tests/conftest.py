@@ -7,6 +7,7 @@ import importlib
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,8 @@ pytest_plugins = [
     "tests.support.wine",
     "tests.support.inno",
     "tests.support.winpython",
-]  # `http_server`, `wine`, `inno`, `win_python` (the Windows tier)
+    "tests.support.winbuild",
+]  # `http_server`, `wine`, `inno`, `win_python` and `win_builds` (the Windows tier)
 
 REPO = Path(__file__).resolve().parent.parent
 # Defined once for every test module: the example app and the 1.19.2 profiles most tests use.
@@ -123,7 +125,7 @@ def run_bundle(*args: str, cwd: Path | None = None) -> subprocess.CompletedProce
     return subprocess.run(
         [sys.executable, "-m", "bundler", *args],
         capture_output=True,
-        text=True,
+        encoding="utf-8",  # what bundle writes to a pipe, on Windows too
         cwd=cwd,
         env={**os.environ, "BUNDLE_DEBUG": ""},
     )
@@ -145,7 +147,7 @@ def bundle_from_cache(*args: str, cwd: Path | None = None) -> subprocess.Complet
     return subprocess.run(
         [sys.executable, "-m", "bundler", *args],
         capture_output=True,
-        text=True,
+        encoding="utf-8",  # what bundle writes to a pipe, on Windows too
         cwd=cwd,
         env={**os.environ, "BUNDLE_DEBUG": "", **pip_env(PIP_FIND_LINKS="/nonexistent")},
     )
@@ -157,7 +159,7 @@ def fetch(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
     return subprocess.run(
         [sys.executable, "-m", "bundler", "fetch", *args],
         capture_output=True,
-        text=True,
+        encoding="utf-8",  # what bundle writes to a pipe, on Windows too
         env={**os.environ, "BUNDLE_DEBUG": "", **(env or {})},
     )
 
@@ -203,11 +205,17 @@ REAL_TOOL_MODULES = (
     "test_gpu_probe",  # real ONNX Runtime sessions, a process per model
 )
 SLOW_TESTS = ("test_a_large_file_is_streamed",)
+# Fast-tier fixtures that run a tool only the Linux side has: a test using one is posix_only.
+POSIX_ONLY_FIXTURES = {
+    "managed_build": "compiles with mono's mcs, installed on the Linux side only",
+    "loader_exe": "compiles with mingw-w64's gcc, installed on the Linux side only",
+}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark the slow tier: `pytest -m "not real_tools"` runs the fast unit tests alone, the
-    README's `python -m pytest` runs everything."""
+    README's `python -m pytest` runs everything. The Windows unit tier (tests/
+    test_windows_unit_tier.py) runs `-m "not real_tools and not posix_only"`."""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         module = item.nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
@@ -215,3 +223,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         named = item.name.split("[")[0] in SLOW_TESTS
         if slow or named or fixtures & REAL_TOOL_FIXTURES or module in REAL_TOOL_MODULES:
             item.add_marker(pytest.mark.real_tools)
+        mark_posix_only(item, fixtures)
+
+
+def mark_posix_only(item: pytest.Item, fixtures: set[str]) -> None:
+    """posix_only by fixture; every posix_only says why (its reason), and skips with it under
+    Windows, so a plain `pytest` there reports instead of failing."""
+    for fixture in sorted(fixtures & POSIX_ONLY_FIXTURES.keys()):
+        item.add_marker(pytest.mark.posix_only(reason=POSIX_ONLY_FIXTURES[fixture]))
+    marker = item.get_closest_marker("posix_only")
+    if marker is None:
+        return
+    reason = marker.kwargs.get("reason")
+    if not reason:
+        raise pytest.UsageError(f"{item.nodeid}: posix_only needs reason=, saying why")
+    if sys.platform == "win32":
+        item.add_marker(pytest.mark.skip(reason=f"POSIX only: {reason}"))

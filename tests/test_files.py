@@ -8,16 +8,17 @@ read-only target, a job object) is in the Windows tier, tests/test_windows_workf
 from __future__ import annotations
 
 import os
-import pty
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from bundler import files
 from bundler.errors import ConflictError
-from bundler.files import case_collisions
+from bundler.files import RETRY_DELAYS, case_collisions
 from bundler.ship.deploy import Counters, Placement, apply, plan_deployment
 
 REPO = Path(__file__).resolve().parent.parent
@@ -87,6 +88,8 @@ def _without_colour_settings() -> dict[str, str]:
 
 def _on_a_terminal(*args: str, env: dict[str, str]) -> bytes:
     """`bundle ARGS` with stdout and stderr on a pseudo-terminal, as a user's console."""
+    import pty  # POSIX only: the tests that use it are marked posix_only
+
     leader, follower = pty.openpty()
     process = subprocess.Popen(
         [sys.executable, "-m", "bundler", *args],
@@ -121,7 +124,7 @@ def _colours(output: bytes) -> set[str]:
     return found
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
+@pytest.mark.posix_only(reason="a pseudo-terminal (pty) is POSIX; Windows has ConPTY")
 def test_colour_on_a_terminal_only_and_never_with_no_color() -> None:
     coloured = _on_a_terminal("build", "--help", env={})
     assert _colours(coloured), coloured[:300]  # the check can fail: rich colours the help
@@ -147,3 +150,15 @@ def test_redirected_output_is_utf8_whatever_the_locale(tmp_path: Path) -> None:
     )
     assert "internal error" not in done.stderr.decode("utf-8"), done.stderr
     assert "café 模型".encode() in done.stdout + done.stderr
+
+
+def test_a_folder_where_a_file_goes_is_refused_at_once(tmp_path: Path) -> None:
+    """Windows answers "access denied" for it, as for a held file: no holder to wait for, so
+    no 3 s of retries and no "close the program" advice; an OSError, as on Linux."""
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "file").write_bytes(b"x")
+    started = time.monotonic()
+    with pytest.raises(OSError):
+        files.replace(tmp_path / "file", tmp_path / "folder")
+    assert time.monotonic() - started < RETRY_DELAYS[-1]
+    assert (tmp_path / "file").read_bytes() == b"x"

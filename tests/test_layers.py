@@ -232,15 +232,16 @@ MAX_FUNCTION_LINES = 60  # from the first statement: a command's typer options a
 def oversized(root: Path = PACKAGE) -> list[str]:
     found = []
     for path in sorted(root.rglob("*.py")):
+        name = path.relative_to(root.parent).as_posix()
         text = path.read_text(encoding="utf-8")
         lines = text.count("\n")
         if lines > MAX_MODULE_LINES:
-            found.append(f"{path.relative_to(root.parent)}: {lines} lines")
+            found.append(f"{name}: {lines} lines")
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 length = (node.end_lineno or node.lineno) - node.body[0].lineno + 1
                 if length > MAX_FUNCTION_LINES:
-                    found.append(f"{path.relative_to(root.parent)}: {node.name}() {length} lines")
+                    found.append(f"{name}: {node.name}() {length} lines")
     return found
 
 

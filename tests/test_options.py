@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from bundler.errors import ConfigError
 from bundler.options import Options
+from bundler.ship.appconfig import load_config
 from tests.conftest import HELLO
 from tests.test_build import build
 
@@ -64,3 +66,24 @@ def test_build_dry_run_json_says_where_each_setting_came_from(
     assert settings["vc_runtime"] == {"value": "app-local", "from": "profile"}
     assert settings["sbom"] == {"value": False, "from": "default"}
     assert not (app / "dist").exists()  # --dry-run wrote nothing
+
+
+def test_bundle_toml_is_read_as_utf_8_on_every_system(tmp_path: Path) -> None:
+    """TOML is UTF-8; on Windows, a read without an encoding would use the ANSI code page
+    (cp1252): "Café" became "CafÃ©" in the installer, and some bytes stopped the run."""
+    config = tmp_path / "bundle.toml"
+    config.write_bytes(
+        '[build]\nexe = "hello.exe"\nout = "dist-é"\n\n'
+        '[render]\napp_name = "Café 発行"\npublisher = "Zoë Ltd"\n'.encode()
+    )
+    loaded = load_config(config)
+    assert (loaded.installer.app_name, loaded.installer.publisher) == ("Café 発行", "Zoë Ltd")
+    assert loaded.out == tmp_path / "dist-é"
+
+
+def test_a_bundle_toml_that_is_not_utf_8_is_named_with_the_fix(tmp_path: Path) -> None:
+    config = tmp_path / "bundle.toml"
+    config.write_bytes('[render]\napp_name = "Café"\n'.encode("cp1252"))
+    with pytest.raises(ConfigError, match="not UTF-8") as caught:
+        load_config(config)
+    assert str(config) in str(caught.value) and "save it as UTF-8" in str(caught.value)

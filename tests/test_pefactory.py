@@ -371,6 +371,7 @@ def test_rejects_invalid_specs(fields: dict[str, object]) -> None:
         build_pe(PESpec(**fields))  # type: ignore[arg-type]
 
 
+@pytest.mark.posix_only(reason="mingw-w64's objdump is installed on the Linux side only")
 @pytest.mark.parametrize("machine", ["x86", "x64"])
 def test_objdump_agrees(machine: str, tmp_path: Path) -> None:
     tool = OBJDUMP[machine]
@@ -391,6 +392,7 @@ def test_objdump_agrees(machine: str, tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.posix_only(reason="llvm-readobj is installed on the Linux side only")
 @every_machine
 def test_llvm_readobj_agrees(machine: str, tmp_path: Path) -> None:
     """The mingw objdump cannot read ARM64 images and does not list delay imports."""

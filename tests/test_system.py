@@ -82,6 +82,7 @@ def test_every_import_of_the_real_dlls_is_accounted_for(real_dlls: RealDlls) -> 
     assert unaccounted == {"nvinfer_10.dll", "nvinfer_plugin_10.dll", "nvonnxparser_10.dll"}
 
 
+@pytest.mark.posix_only(reason="runs Wine, which runs on the Linux side only")
 def test_wine_cross_check_finds_no_unreviewed_gap() -> None:
     require(
         shutil.which("wine64") is not None or shutil.which("wine") is not None,

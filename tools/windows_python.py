@@ -98,6 +98,27 @@ if sys.version_info >= (3, 12):
     # process aborts. Without it, shutil copies the bytes and the metadata itself, as on 3.11.
     if hasattr(_winapi, "CopyFile2"):
         del _winapi.CopyFile2
+
+# Wine 8's GetFinalPathNameByHandleW fails with ERROR_MORE_DATA (234) for every final path
+# longer than MAX_PATH, where Windows returns it: os.path.realpath and Path.resolve raise for any
+# path past 260 characters, though the file was opened. The path made absolute is what Windows
+# returns for a path without links.
+import ntpath
+
+_final_path_name = ntpath._getfinalpathname
+
+
+def _getfinalpathname(path):
+    try:
+        return _final_path_name(path)
+    except OSError as error:
+        if getattr(error, "winerror", None) != 234:  # ERROR_MORE_DATA
+            raise
+        absolute = ntpath.abspath(path)
+        return absolute if absolute.startswith("\\\\\\\\?\\\\") else "\\\\\\\\?\\\\" + absolute
+
+
+ntpath._getfinalpathname = _getfinalpathname
 '''
 
 

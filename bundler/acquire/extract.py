@@ -62,6 +62,7 @@ _SEVENZIP_MAGIC = b"7z\xbc\xaf\x27\x1c"
 _MAGIC = {_LOCAL_SIGNATURE: ".zip", b"PK\x05\x06": ".zip", _SEVENZIP_MAGIC: ".7z"}
 _DRIVE = re.compile(r"[A-Za-z]:")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+_REPARSE_POINT = 0x400  # stat.FILE_ATTRIBUTE_REPARSE_POINT, which typeshed has on Windows only
 
 
 def sdk_member(name: str) -> bool:
@@ -347,16 +348,28 @@ def _zip_entries(archive: Path) -> list[_Member]:
 def _sevenzip_entries(archive: Path) -> list[_Member]:
     """All file entries of a 7z; raises on the first unsafe one. py7zr already turned
     backslashes into slashes; its FileInfo refuses an entry that is both a folder and a link
-    with ValueError, which is a damaged (or hostile) header like any other."""
+    with ValueError, which is a damaged (or hostile) header like any other.
+
+    A link is recorded two ways: p7zip and py7zr put S_IFLNK in the unix extension (the
+    attribute word's high half), 7-Zip for Windows sets FILE_ATTRIBUTE_REPARSE_POINT. py7zr's
+    is_symlink sees either, but trusts a unix extension that says "regular file" over the
+    reparse bit, which 7-Zip for Windows would restore as a link: the bit alone refuses."""
     with (
         _corruption_is_archive_error(archive, also=(ValueError, *_py7zr_errors())),
         _py7zr().SevenZipFile(archive, mode="r") as handle,
     ):
         infos = handle.list()
+        reparse = {
+            member.filename
+            for member in handle.files
+            if (member.file_properties().get("attributes") or 0) & _REPARSE_POINT
+        }
     for info in infos:
         problem = _path_problem(info.filename)
         if problem is None and info.is_symlink:
             problem = "symbolic link"
+        if problem is None and info.filename in reparse:
+            problem = "reparse point: a symbolic link or junction on Windows"
         if problem is None and not (info.is_file or info.is_directory):
             problem = "special file: junction, socket or device"
         if problem is None and info.uncompressed > MAX_MEMBER_BYTES:

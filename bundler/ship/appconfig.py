@@ -87,9 +87,14 @@ def find_config(start: Path) -> Path | None:
 
 def load_config(path: Path) -> AppConfig:
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text(encoding="utf-8"))  # TOML's; not the ANSI code page
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}.") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path}: not UTF-8 ({exc.reason} at byte {exc.start}); TOML files are UTF-8: "
+            "save it as UTF-8 (in Notepad: Save As, Encoding: UTF-8)."
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}.") from None
     root = Table(data, str(path), ConfigError)

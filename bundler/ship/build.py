@@ -23,6 +23,7 @@ from bundler.acquire.cache import Cache
 from bundler.acquire.provenance import attach_provenance
 from bundler.errors import ConfigError, LockMismatchError
 from bundler.evidence import all_evidence
+from bundler.files import as_listed
 from bundler.fit import require_fit
 from bundler.gpu import parse_target
 from bundler.lock import (
@@ -121,6 +122,7 @@ class BuildResult:
 
 
 def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
+    options = replace(options, exe=as_listed(options.exe))  # HELLO.EXE ships as hello.exe
     profile = load_profile(options.profile)
     (app,) = read_inputs([options.exe], profile, options.search)  # before any download
     out = options.out or options.exe.parent

@@ -33,7 +33,15 @@ from pathlib import Path
 from bundler.acquire.cache import file_lock
 from bundler.acquire.download import ProgressCallback, ProgressMeter
 from bundler.errors import ConflictError, FileInUseError, InputFileError, OutputError
-from bundler.files import NO_FAST_PATH, case_collisions, clone, remove, replace
+from bundler.files import (
+    NO_FAST_PATH,
+    case_collisions,
+    clone,
+    remove,
+    replace,
+    too_long,
+    wait_until_free,
+)
 from bundler.pe import format_version, read_pe
 
 TEMP_SUFFIX = ".bundle-tmp"
@@ -195,9 +203,12 @@ def apply(
     except OSError as exc:
         _remove_created(out, created, existed)
         name = f" {Path(exc.filename).name}" if exc.filename else ""
+        fix = too_long(exc.filename or out, exc) or (
+            "Check free space and permissions there, or pass --out DIR."
+        )
         raise OutputError(
             f"{out}: cannot write{name} there ({exc.strerror or exc}); the files this build "
-            "had added were removed. Check free space and permissions there, or pass --out DIR."
+            f"had added were removed. {fix}"
         ) from exc
 
 
@@ -223,6 +234,7 @@ def _apply(
     out = deployment.out
     out.mkdir(parents=True, exist_ok=True)
     remove_leftovers(out)
+    wait_until_free(_changed_files(deployment))  # a held file stops the build before any change
     for name in deployment.removals:
         if (out / name).is_file():
             remove(out / name)
@@ -237,6 +249,14 @@ def _apply(
         else:
             writes.append(step)
     _place_all(writes, out, counters, ProgressMeter(deployment.bytes_to_write, progress))
+
+
+def _changed_files(deployment: Deployment) -> list[Path]:
+    """The existing files this deployment replaces or removes."""
+    out = deployment.out
+    names = [*deployment.removals]
+    names += [s.placement.name for s in deployment.steps if s.action not in ("skip", "touch")]
+    return [out / name for name in dict.fromkeys(names) if (out / name).is_file()]
 
 
 def _place_all(steps: Sequence[Step], out: Path, counters: Counters, meter: ProgressMeter) -> None:
@@ -365,9 +385,9 @@ def output_lock(out: Path) -> Iterator[None]:
                 building = f"the build into {out}"
                 held.enter_context(file_lock(out / BUILD_LOCK, building, remove=True))
             except OSError as exc:
+                fix = too_long(out, exc) or "Check the permissions, or pass --out DIR."
                 raise OutputError(
-                    f"{out}: cannot write there ({exc.strerror or exc}); check the "
-                    "permissions, or pass --out DIR."
+                    f"{out}: cannot write there ({exc.strerror or exc}). {fix}"
                 ) from exc
             yield
     finally:

@@ -1,0 +1,105 @@
+"""Windows-side builds for the Windows tier: `bundle fetch` and `bundle build` run by CPython
+for Windows (tests/support/winpython.py) from the real pinned wheels, never from the network.
+
+`win_builds` is a session fixture with one instance per Windows Python version, as
+`win_python` has. Its `cache(profile)` is a download cache filled by that Python's own
+`bundle fetch --mirror <wheels>` on first use (a user's first build: every pinned wheel
+copied, verified and extracted under Windows, 1 to 2 minutes for a GPU profile under Wine)
+and shared by every later test of that version; `build(...)` runs `bundle build` from it.
+The caches are removed when the version's tests are done (each GPU one is ~4 GB).
+
+The mirror is the folder of real wheels tools/fetch_test_wheels.py fills (`mirror()`); bundle
+takes each pinned wheel from it by file name, and pip is kept off every index (PIP_NO_INDEX),
+so a wheel missing there fails instead of being downloaded.
+
+Arguments are passed as given: a path must be spelled for Windows (`winpath`), as a user's
+own paths are.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import HELLO, require, test_cache_dir
+from tests.support.winpython import WinPython, winpath
+
+# pip is never asked for the network; the host's pip settings (PIP_FIND_LINKS to a Unix
+# folder) mean nothing to the Windows pip.
+OFFLINE_PIP = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": ""}
+FETCH_TIMEOUT = 900.0  # seconds: a cold GPU fetch under Wine takes 1 to 2 minutes
+BUILD_TIMEOUT = 600.0
+
+
+def mirror() -> Path:
+    """The folder holding every pinned wheel by name (`--mirror DIR`)."""
+    folder = test_cache_dir() / "wheels"
+    require(
+        folder.is_dir() and any(folder.glob("*.whl")),
+        f"no wheels in {folder}: run python tools/fetch_test_wheels.py",
+    )
+    return folder
+
+
+class WinBuilds:
+    """One Windows Python's fetched caches (one per profile) and the builds made from them."""
+
+    def __init__(self, python: WinPython, root: Path) -> None:
+        self.python = python
+        self.root = root
+        self.fetched: dict[str, subprocess.CompletedProcess[str]] = {}
+
+    def bundle(
+        self, *args: str, cwd: Path | None = None, timeout: float = BUILD_TIMEOUT
+    ) -> subprocess.CompletedProcess[str]:
+        """`bundle ARGS` under this Windows Python, pip kept offline."""
+        return self.python.run(*args, cwd=cwd, env=OFFLINE_PIP, timeout=timeout)
+
+    def cache(self, profile: str) -> Path:
+        """The cache holding `profile`'s artifacts, fetched by this Python on first use; the
+        fetch's output stays in `fetched[profile]`."""
+        folder = self.root / profile
+        if profile not in self.fetched:
+            done = self.bundle(
+                "fetch", "--profile", profile, "--cache-dir", winpath(folder),
+                "--mirror", winpath(mirror()), "--json", timeout=FETCH_TIMEOUT,
+            )  # fmt: skip
+            assert done.returncode == 0, f"fetch {profile} under {self.python}: {done.stderr}"
+            self.fetched[profile] = done
+        return folder
+
+    def build(
+        self, out: Path, profile: str, *extra: str, exe: Path = HELLO
+    ) -> subprocess.CompletedProcess[str]:
+        """`bundle build EXE --profile P --out OUT` from `profile`'s cache, with the mirror."""
+        return self.bundle(
+            "build", winpath(exe), "--profile", profile, "--out", winpath(out),
+            "--cache-dir", winpath(self.cache(profile)), "--mirror", winpath(mirror()), *extra,
+        )  # fmt: skip
+
+    def build_json(self, out: Path, profile: str, *extra: str) -> dict[str, Any]:
+        """`build(...)` with --json; a failed build fails the test with bundle's message."""
+        done = self.build(out, profile, *extra, "--json")
+        assert done.returncode == 0, f"build {profile} {extra} under {self.python}: {done.stderr}"
+        data = json.loads(done.stdout)
+        assert isinstance(data, dict)
+        return data
+
+
+@pytest.fixture(scope="session")
+def win_builds(
+    win_python: WinPython, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[WinBuilds]:
+    """Fetched caches for `win_python`'s version; removed when its tests are done."""
+    mirror()
+    root = tmp_path_factory.mktemp(f"win{win_python.minor}-caches")
+    try:
+        yield WinBuilds(win_python, root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
