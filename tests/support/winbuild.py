@@ -8,6 +8,10 @@ copied, verified and extracted under Windows, 1 to 2 minutes for a GPU profile u
 and shared by every later test of that version; `build(...)` runs `bundle build` from it.
 The caches are removed when the version's tests are done (each GPU one is ~4 GB).
 
+Builds take `app`, a copy of examples/hello/hello.exe (its times kept), never the checkout's
+file: --link hard-links the app too, and Wine makes a file renamed to *.exe executable, so a
+linked build would change the mode of the checkout's hello.exe (git sees it modified).
+
 The mirror is the folder of real wheels tools/fetch_test_wheels.py fills (`mirror()`); bundle
 takes each pinned wheel from it by file name, and pip is kept off every index (PIP_NO_INDEX),
 so a wheel missing there fails instead of being downloaded.
@@ -54,6 +58,9 @@ class WinBuilds:
         self.python = python
         self.root = root
         self.fetched: dict[str, subprocess.CompletedProcess[str]] = {}
+        self.app = root / "app" / HELLO.name
+        self.app.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(HELLO, self.app)
 
     def bundle(
         self, *args: str, cwd: Path | None = None, timeout: float = BUILD_TIMEOUT
@@ -75,11 +82,12 @@ class WinBuilds:
         return folder
 
     def build(
-        self, out: Path, profile: str, *extra: str, exe: Path = HELLO
+        self, out: Path, profile: str, *extra: str, exe: Path | None = None
     ) -> subprocess.CompletedProcess[str]:
-        """`bundle build EXE --profile P --out OUT` from `profile`'s cache, with the mirror."""
+        """`bundle build EXE --profile P --out OUT` from `profile`'s cache, with the mirror;
+        EXE is `app` unless given."""
         return self.bundle(
-            "build", winpath(exe), "--profile", profile, "--out", winpath(out),
+            "build", winpath(exe or self.app), "--profile", profile, "--out", winpath(out),
             "--cache-dir", winpath(self.cache(profile)), "--mirror", winpath(mirror()), *extra,
         )  # fmt: skip
 
