@@ -64,5 +64,6 @@ def _component(item: LockedFile, artifact: Artifact | None) -> dict[str, Any]:
 
 def write_sbom(path: Path, lock: Lock, profile: Profile, app_name: str) -> None:
     temp = path.with_name(f".{path.name}.bundle-tmp")
-    temp.write_text(json.dumps(sbom_document(lock, profile, app_name), indent=2) + "\n")
+    document = json.dumps(sbom_document(lock, profile, app_name), indent=2) + "\n"
+    temp.write_text(document, encoding="utf-8", newline="\n")  # the same bytes on Windows
     files.replace(temp, path)
