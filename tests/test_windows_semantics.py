@@ -113,7 +113,7 @@ class Builds:
 def builds(win_builds: WinBuilds, tmp_path_factory: pytest.TempPathFactory) -> Builds:
     """The reference: a plain build's lock, for the files every other build must ship."""
     out = tmp_path_factory.mktemp(f"win{win_builds.python.minor}-reference")
-    done = Builds(win_builds, {}).build(winpath(HELLO), winpath(out))
+    done = Builds(win_builds, {}).build(winpath(win_builds.app), winpath(out))
     assert done.returncode == 0, done.stderr
     return Builds(win_builds, lock_files(out))
 
@@ -254,7 +254,7 @@ def test_past_max_path_without_long_paths(builds: Builds, tmp_path: Path) -> Non
     limit, instead of blaming permissions."""
     (tmp_path / "short_paths.py").write_text(SHORT_PATHS, encoding="utf-8")
     out = tmp_path.joinpath(*LONG, "out")
-    args = builds.args(winpath(HELLO), winpath(out))
+    args = builds.args(winpath(builds.windows.app), winpath(out))
     result = builds.python.python(winpath(tmp_path / "short_paths.py"), *args)
     assert result.returncode == OUTPUT_ERROR, result.stdout + result.stderr
     assert result.stderr.endswith(
@@ -293,7 +293,7 @@ def test_two_builds_into_one_folder_at_once(builds: Builds, tmp_path: Path) -> N
     """Both succeed; the second waits for the first (LockFileEx on the build lock), and the
     folder is one whole bundle."""
     out = tmp_path / "out"
-    args = ("-m", "bundler", *builds.args(winpath(HELLO), winpath(out)))
+    args = ("-m", "bundler", *builds.args(winpath(builds.windows.app), winpath(out)))
     first, second = builds.start(*args), builds.start(*args)
     results = [finish(first, builds), finish(second, builds)]
     for result in results:
@@ -355,7 +355,7 @@ def test_a_build_killed_halfway_then_run_again(builds: Builds, tmp_path: Path) -
     obstacle."""
     out, signal = tmp_path / "out", tmp_path / "paused"
     (tmp_path / "pause.py").write_text(PAUSE, encoding="utf-8")
-    args = builds.args(winpath(HELLO), winpath(out))
+    args = builds.args(winpath(builds.windows.app), winpath(out))
     build = builds.start(winpath(tmp_path / "pause.py"), winpath(signal), *args)
     pid = wait_for(signal, build, builds)
     kill = builds.python.python("-c", TERMINATE, pid)
@@ -367,7 +367,9 @@ def test_a_build_killed_halfway_then_run_again(builds: Builds, tmp_path: Path) -
     assert len(placed) == 1 and temporary, names  # halfway: one placed, others in flight
     assert all(sha256(out / name) == builds.reference[name] for name in placed)
 
-    again = builds.build(winpath(HELLO), winpath(out), env={"BUNDLE_LOCK_TIMEOUT": "30"})
+    again = builds.build(
+        winpath(builds.windows.app), winpath(out), env={"BUNDLE_LOCK_TIMEOUT": "30"}
+    )
     deployed(again, winpath(out))
     assert copied(again) == 10 and "unchanged 1," in again.stdout, again.stdout
     assert_whole(out, builds.reference)
@@ -398,18 +400,20 @@ def test_a_dll_the_running_app_holds(builds: Builds, programs: Path, tmp_path: P
     then stop before touching the folder and name the file and the fix; once the app is
     closed the same command succeeds."""
     out = tmp_path / "out"
-    deployed(builds.build(winpath(HELLO), winpath(out)), winpath(out))
+    deployed(builds.build(winpath(builds.windows.app), winpath(out)), winpath(out))
     held = out / "onnxruntime.dll"
     with holding(builds, programs, held):
         for extra, profile in (((), UPGRADE), (("--clean",), CPU)):
-            refused = builds.build(winpath(HELLO), winpath(out), *extra, profile=profile)
+            refused = builds.build(
+                winpath(builds.windows.app), winpath(out), *extra, profile=profile
+            )
             assert refused.returncode == OUTPUT_ERROR, refused.stdout + refused.stderr
             message = refused.stderr.splitlines()[-1]
             assert message.startswith(f"error: {winpath(held)}: "), refused.stderr
             assert "another program has it open" in message and "Close that program" in message
             assert "Traceback" not in refused.stderr
             assert_whole(out, builds.reference)  # as it was: nothing replaced, nothing removed
-    upgraded = builds.build(winpath(HELLO), winpath(out), profile=UPGRADE)
+    upgraded = builds.build(winpath(builds.windows.app), winpath(out), profile=UPGRADE)
     assert upgraded.returncode == 0, upgraded.stderr
     files = lock_files(out)
     assert files["onnxruntime.dll"] != builds.reference["onnxruntime.dll"]
@@ -428,12 +432,12 @@ def test_read_only_files_in_the_output_folder(builds: Builds, tmp_path: Path) ->
     """Files made read-only (by a checkout from Perforce or TFVC, by hand) are replaced and
     removed as xcopy /R does: an upgrade, then a --clean rebuild back, both succeed."""
     out = tmp_path / "out"
-    deployed(builds.build(winpath(HELLO), winpath(out)), winpath(out))
+    deployed(builds.build(winpath(builds.windows.app), winpath(out)), winpath(out))
     for extra, profile in (((), UPGRADE), (("--clean",), CPU)):
         marked = builds.python.python("-c", READ_ONLY, winpath(out))
         assert marked.returncode == 0, marked.stderr
         assert not (out / "onnxruntime.dll").stat().st_mode & 0o222  # Wine's read-only
-        result = builds.build(winpath(HELLO), winpath(out), *extra, profile=profile)
+        result = builds.build(winpath(builds.windows.app), winpath(out), *extra, profile=profile)
         assert result.returncode == 0, result.stderr
         files = lock_files(out)
         assert (files["onnxruntime.dll"] == builds.reference["onnxruntime.dll"]) == (profile == CPU)
@@ -466,7 +470,7 @@ def test_link_with_the_cache_on_another_drive(
     """Hard links cannot cross volumes: --link copies instead, and says so (the cache on Z:,
     the output on R:). On the cache's own drive the same command links."""
     drive, folder = other_drive
-    result = builds.build(winpath(HELLO), f"{drive}\\out", "--link")
+    result = builds.build(winpath(builds.windows.app), f"{drive}\\out", "--link")
     deployed(result, f"{drive}\\out")
     assert "  copied 11 (14.5 MB), linked 0," in result.stdout, result.stdout
     assert (
@@ -477,7 +481,7 @@ def test_link_with_the_cache_on_another_drive(
     assert (folder / "out" / "onnxruntime.dll").stat().st_nlink == 1
 
     same = tmp_path / "out"
-    linked = builds.build(winpath(HELLO), winpath(same), "--link")
+    linked = builds.build(winpath(builds.windows.app), winpath(same), "--link")
     deployed(linked, winpath(same))
     assert "  copied 0 (0 B), linked 11," in linked.stdout and "--link:" not in linked.stdout
     assert (same / "onnxruntime.dll").stat().st_nlink > 1
