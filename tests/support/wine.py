@@ -22,6 +22,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,11 +145,12 @@ class Wine:
             )
 
 
-@pytest.fixture(scope="session")
-def wine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wine]:
-    """One initialised prefix for the whole session; removed at the end (it is ~700 MB)."""
+@contextmanager
+def private_prefix(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[Wine]:
+    """A started prefix of its own under the session's temp folder; stopped and removed at
+    the end (a prefix is ~700 MB)."""
     require_wine()
-    prefix = tmp_path_factory.mktemp("wineprefix")
+    prefix = tmp_path_factory.mktemp(name)
     harness = Wine(prefix)
     try:
         harness.start()
@@ -156,3 +158,10 @@ def wine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wine]:
     finally:
         harness.stop()
         shutil.rmtree(prefix, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def wine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wine]:
+    """One initialised prefix for the whole session."""
+    with private_prefix(tmp_path_factory, "wineprefix") as harness:
+        yield harness

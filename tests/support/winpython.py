@@ -28,7 +28,6 @@ stderr is the program's.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path, PurePath
@@ -36,7 +35,7 @@ from pathlib import Path, PurePath
 import pytest
 
 from tests.conftest import REPO, require
-from tests.support.wine import Wine, require_wine
+from tests.support.wine import Wine, private_prefix
 
 VERSIONS = ("3.11", "3.13")
 TIMEOUT = 300.0  # seconds; `bundle --version` takes one or two under Wine
@@ -130,15 +129,8 @@ def win_wine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wine]:
     """The tier's own prefix, removed at the end: bundle's per-user state (the cache under
     C:\\users) stays out of the loader tests' prefix, and a timed-out run, which stops the
     prefix, kills nothing of theirs."""
-    require_wine()
-    prefix = tmp_path_factory.mktemp("winpython-prefix")
-    harness = Wine(prefix)
-    try:
-        harness.start()
+    with private_prefix(tmp_path_factory, "winpython-prefix") as harness:
         yield harness
-    finally:
-        harness.stop()
-        shutil.rmtree(prefix, ignore_errors=True)
 
 
 @pytest.fixture(scope="session", params=VERSIONS, ids=lambda minor: f"win{minor}")
