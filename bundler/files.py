@@ -12,12 +12,14 @@ once so that every wing gets the Windows behaviour right.
 - Two names that differ only by case are one file on Windows (`case_collisions`).
 - Fast copies: a reflink (FICLONE) on Linux filesystems that share blocks, block cloning
   (FSCTL_DUPLICATE_EXTENTS_TO_FILE) on Windows volumes that support it (ReFS, Dev Drive);
-  `clone` says False anywhere else and the caller copies. See docs/windows.md for the sources.
+  `clone` says False anywhere else, and `copy_file` then copies (copy_file_range or sendfile
+  where the kernel has them, else by hand). See docs/windows.md for the sources.
 """
 
 from __future__ import annotations
 
 import errno
+import io
 import os
 import stat
 import sys
@@ -34,6 +36,7 @@ RETRY_DELAYS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
 # What Windows answers while another process has the file open: ERROR_ACCESS_DENIED (a mapped
 # image, or a handle without FILE_SHARE_DELETE), ERROR_SHARING_VIOLATION, ERROR_LOCK_VIOLATION.
 _IN_USE = {5, 32, 33}
+COPY_CHUNK = 64 << 20  # bytes per kernel copy call: the progress bar moves between calls
 FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int), share the source's blocks
 # What a filesystem without block sharing answers to FICLONE: then the caller copies.
 NO_FAST_PATH = {
@@ -208,3 +211,54 @@ def _reflink(source: int, target: int) -> bool:
         if exc.errno in NO_FAST_PATH:
             return False
         raise
+
+
+def copy_file(source: Path, temp: Path, advance: Callable[[int], None]) -> str:
+    """Clone, else the kernel's copy, else read/write; the source's times are kept (the
+    quick check of the next build compares them). Says "clone" or "copy"."""
+    with source.open("rb") as reader, temp.open("wb") as writer:
+        size = os.fstat(reader.fileno()).st_size
+        how = "clone" if clone(reader.fileno(), writer.fileno(), size) else "copy"
+        if how == "clone":
+            advance(size)
+        elif not _kernel_copy(reader.fileno(), writer.fileno(), size, advance):
+            _user_copy(reader, writer, advance)
+    stat = source.stat()
+    os.utime(temp, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    return how
+
+
+def _kernel_copy(source: int, target: int, size: int, advance: Callable[[int], None]) -> bool:
+    """copy_file_range, else sendfile, in COPY_CHUNK steps: the bytes never enter Python.
+    False when neither moves a byte here (some filesystems refuse, or answer 0 at once):
+    then nothing was written and the caller copies by hand."""
+    methods: list[Callable[[int], int]] = []
+    if hasattr(os, "copy_file_range"):
+        methods.append(lambda offset: os.copy_file_range(source, target, COPY_CHUNK))
+    if sys.platform.startswith("linux"):  # file-to-file sendfile: Linux only
+        methods.append(lambda offset: os.sendfile(target, source, offset, COPY_CHUNK))
+    for method in methods:
+        done = 0
+        try:
+            while sent := method(done):
+                done += sent
+                advance(sent)
+        except OSError as exc:
+            if done or exc.errno not in NO_FAST_PATH:
+                raise
+        if done == size:
+            return True
+        if done:
+            raise OSError(errno.EIO, f"copied {done} of {size} bytes: the source changed")
+    return False
+
+
+def _user_copy(
+    reader: io.BufferedReader, writer: io.BufferedWriter, advance: Callable[[int], None]
+) -> None:
+    """The portable way (Windows, macOS): one reused 1 MiB buffer."""
+    buffer = bytearray(1 << 20)
+    view = memoryview(buffer)
+    while count := reader.readinto(buffer):
+        writer.write(view[:count])
+        advance(count)

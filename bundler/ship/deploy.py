@@ -19,12 +19,9 @@ page cache writes the bytes back.
 
 from __future__ import annotations
 
-import errno
 import filecmp
-import io
 import os
-import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
@@ -34,9 +31,8 @@ from bundler.acquire.cache import file_lock
 from bundler.acquire.download import ProgressCallback, ProgressMeter
 from bundler.errors import ConflictError, FileInUseError, InputFileError, OutputError
 from bundler.files import (
-    NO_FAST_PATH,
     case_collisions,
-    clone,
+    copy_file,
     remove,
     replace,
     too_long,
@@ -46,7 +42,6 @@ from bundler.pe import format_version, read_pe
 
 TEMP_SUFFIX = ".bundle-tmp"
 BUILD_LOCK = ".bundle-build.lock"  # held by the build writing the folder (output_lock)
-COPY_CHUNK = 64 << 20  # bytes per kernel copy call: the progress bar moves between calls
 # Files copied at once: a page-cache copy is CPU work in the kernel, so two files on two cores
 # take about half the time of one after the other (measured: benchmarks/README.md, P2).
 COPY_WORKERS = max(2, min(4, os.cpu_count() or 2))
@@ -303,7 +298,7 @@ def _place(step: Step, out: Path, meter: ProgressMeter) -> str:
             meter.add(step.placement.size)
             how = "link"
         else:
-            how = _copy(step.placement.source, temp, meter.add)
+            how = copy_file(step.placement.source, temp, meter.add)
         replace(temp, target)
     except BaseException:
         temp.unlink(missing_ok=True)
@@ -317,57 +312,6 @@ def _try_link(source: Path, temp: Path) -> bool:
         return True
     except OSError:  # another filesystem, or links not supported: copy instead
         return False
-
-
-def _copy(source: Path, temp: Path, advance: Callable[[int], None]) -> str:
-    """Clone, else the kernel's copy, else read/write; the source's times are kept (the
-    quick check of the next build compares them). Says "clone" or "copy"."""
-    with source.open("rb") as reader, temp.open("wb") as writer:
-        size = os.fstat(reader.fileno()).st_size
-        how = "clone" if clone(reader.fileno(), writer.fileno(), size) else "copy"
-        if how == "clone":
-            advance(size)
-        elif not _kernel_copy(reader.fileno(), writer.fileno(), size, advance):
-            _user_copy(reader, writer, advance)
-    stat = source.stat()
-    os.utime(temp, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    return how
-
-
-def _kernel_copy(source: int, target: int, size: int, advance: Callable[[int], None]) -> bool:
-    """copy_file_range, else sendfile, in COPY_CHUNK steps: the bytes never enter Python.
-    False when neither moves a byte here (some filesystems refuse, or answer 0 at once):
-    then nothing was written and the caller copies by hand."""
-    methods: list[Callable[[int], int]] = []
-    if hasattr(os, "copy_file_range"):
-        methods.append(lambda offset: os.copy_file_range(source, target, COPY_CHUNK))
-    if sys.platform.startswith("linux"):  # file-to-file sendfile: Linux only
-        methods.append(lambda offset: os.sendfile(target, source, offset, COPY_CHUNK))
-    for method in methods:
-        done = 0
-        try:
-            while sent := method(done):
-                done += sent
-                advance(sent)
-        except OSError as exc:
-            if done or exc.errno not in NO_FAST_PATH:
-                raise
-        if done == size:
-            return True
-        if done:
-            raise OSError(errno.EIO, f"copied {done} of {size} bytes: the source changed")
-    return False
-
-
-def _user_copy(
-    reader: io.BufferedReader, writer: io.BufferedWriter, advance: Callable[[int], None]
-) -> None:
-    """The portable way (Windows, macOS): one reused 1 MiB buffer."""
-    buffer = bytearray(1 << 20)
-    view = memoryview(buffer)
-    while count := reader.readinto(buffer):
-        writer.write(view[:count])
-        advance(count)
 
 
 @contextmanager
