@@ -35,6 +35,7 @@ class ExitCode(IntEnum):
     BUSY = 20  # another bundle process held a lock longer than $BUNDLE_LOCK_TIMEOUT
     BUILD_MISMATCH = 21  # a profile or flavour does not fit the ORT build (CUDA major, imports)
     DOCTOR_DATA = 22  # bundle-doctor.exe: its data file is missing, truncated or edited
+    MEASURE_FAILED = 23  # bundle measure: a model failed, crashed, timed out or left the provider
 
 
 class BundleError(Exception):
@@ -158,3 +159,11 @@ class BusyError(BundleError):
     """Another bundle process held a cache or output-folder lock past $BUNDLE_LOCK_TIMEOUT."""
 
     exit_code = ExitCode.BUSY
+
+
+class MeasurementError(BundleError):
+    """`bundle measure`: a model did not run as asked: its session fell back to another
+    provider, a node ran on another provider, it raised, crashed or timed out. No evidence file
+    is written: what the machine measured is no evidence for the provider asked for."""
+
+    exit_code = ExitCode.MEASURE_FAILED

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,9 @@ class ModelOps:
     path: Path
     sha256: str  # hex digest of the .onnx file's bytes
     ops: frozenset[str]  # op keys, see op_key
+    # op key -> the element types of its nodes (float, float16, int64, ...; "unknown" where
+    # shape inference could not tell, as for nodes of subgraphs and functions)
+    types: Mapping[str, frozenset[str]] = field(default_factory=dict, compare=False, hash=False)
 
 
 def op_key(domain: str, op_type: str) -> str:
@@ -48,7 +51,52 @@ def read_model_ops(path: Path) -> ModelOps:
     onnx = _import_onnx()
     sha256 = _file_sha256(path)
     model = _load(onnx, path)
-    return ModelOps(path=path, sha256=sha256, ops=frozenset(_model_ops(model)))
+    ops = frozenset(_model_ops(model))
+    return ModelOps(path=path, sha256=sha256, ops=ops, types=_op_types(onnx, model, ops))
+
+
+_FLOATS = {1: "float", 10: "float16", 16: "bfloat16", 11: "double"}
+
+
+def _op_types(onnx: Any, model: Any, ops: frozenset[str]) -> dict[str, frozenset[str]]:
+    """Each op's element types: its nodes' first input's type (their output's, for a node with
+    no input), from onnx's shape inference. "unknown" where inference cannot tell, and for every
+    op when it fails: evidence measured per type then counts the op's whole row."""
+    try:
+        graph = onnx.shape_inference.infer_shapes(model).graph
+    except Exception:  # a model onnx cannot infer (custom domains, huge) is still a model
+        return {op: frozenset({"unknown"}) for op in ops}
+    elems = {init.name: init.data_type for init in graph.initializer}
+    for value in (*graph.input, *graph.value_info, *graph.output):
+        if value.type.HasField("tensor_type"):
+            elems[value.name] = value.type.tensor_type.elem_type
+    found: dict[str, set[str]] = {op: set() for op in ops}
+    for node in graph.node:
+        key = op_key(node.domain, node.op_type)
+        if key in found:
+            names = [name for name in (*node.input, *node.output) if name]
+            found[key].add(_type_name(onnx, elems.get(names[0]) if names else None))
+    for op in _nested_ops(model):  # nodes in subgraphs or functions: types not inferred
+        if op in found:
+            found[op].add("unknown")
+    return {op: frozenset(kinds) for op, kinds in found.items()}
+
+
+def _nested_ops(model: Any) -> set[str]:
+    """Op keys of the nodes in subgraphs (any depth) and in local functions' bodies."""
+    bodies: list[Iterable[Any]] = [function.node for function in model.functions]
+    for node in model.graph.node:
+        for attribute in node.attribute:
+            if attribute.HasField("g"):
+                bodies.append(attribute.g.node)
+            bodies.extend(graph.node for graph in attribute.graphs)
+    return {op_key(node.domain, node.op_type) for node in _all_nodes(bodies)}
+
+
+def _type_name(onnx: Any, elem: int | None) -> str:
+    if not elem:
+        return "unknown"
+    return _FLOATS.get(elem) or str(onnx.TensorProto.DataType.Name(elem)).lower()
 
 
 def _import_onnx() -> Any:

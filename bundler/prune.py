@@ -1,32 +1,123 @@
-"""Decide layer: model-aware pruning: which cuDNN sub-libraries a bundle may leave out, given
-the ONNX models the app runs and the measured load evidence (bundler.evidence).
+"""Decide layer: model-aware pruning: which run-time-loaded libraries (cuDNN's sub-libraries,
+cuFFT, NVRTC) a bundle may leave out, given the ONNX models the app runs and evidence of what
+they load (bundler.evidence: a table measured per op; bundler.appevidence: the app's own
+measurement, `bundle measure`).
 
 Conservative by design (docs/pruning.md):
-- only cuDNN's run-time-loaded sub-libraries are candidates (adv, cnn, ops, the two engine
-  libraries, heuristic); never cudnn64_9, cudnn_graph64_9 or any DLL another shipped DLL imports;
-- a candidate is left out only when every op of every model has a row in evidence measured for
-  this ORT release and cuDNN version, and no row shows it loading;
-- an op the evidence lacks, a profile without evidence, or no models: nothing is pruned, and
-  the result says why.
+- candidates are DLLs that only run-time loads reach: cuDNN's sub-libraries, cuFFT and NVRTC
+  (with its builtins); never cudnn64_9, cudnn_graph64_9, the CUDA runtime, cuBLAS, ORT's own
+  DLLs, or any DLL another shipped DLL imports (statically or delay-loaded);
+- a table speaks only for libraries it saw some op load, and never for what every session
+  loads: the Linux build it was measured on may link a library the Windows build loads lazily;
+- a candidate is left out only when every op of every model, and every op the session's
+  fusions may make of them, has a row, and no row shows it loading; with the app's own
+  measurement, when no measured model loaded it;
+- an op without a row, a profile without evidence, other provider options than the evidence
+  was measured with, or no models: nothing is pruned, and the result says why.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
+from bundler.appevidence import AppEvidence
 from bundler.evidence import Evidence
 from bundler.lock import PrunedFile
 from bundler.models import ModelOps
 from bundler.plan import EdgeKind, Plan, PlanFile, Status
 from bundler.profiles import Profile
 
+CANDIDATE = re.compile(
+    r"cudnn_(adv|cnn|ops|engines_precompiled|engines_runtime_compiled|heuristic)64_\d+\.dll"
+    r"|cufft64_\d+\.dll|nvrtc64_\d+_0\.dll|nvrtc-builtins64_\d+\.dll",
+    re.IGNORECASE,
+)
 SUB_LIBRARY = re.compile(
     r"cudnn_(adv|cnn|ops|engines_precompiled|engines_runtime_compiled|heuristic)64_\d+\.dll",
     re.IGNORECASE,
 )
 _STATIC = (EdgeKind.IMPORT, EdgeKind.DELAY_IMPORT)
+# NVRTC loads its builtins whenever it compiles: they ship together, or not at all
+_COMPANIONS = (
+    (
+        re.compile(r"nvrtc64_\d+_0\.dll", re.IGNORECASE),
+        re.compile(r"nvrtc-builtins64_\d+\.dll", re.I),
+    ),
+)
+
+
+class LoadSource(Protocol):
+    """What a model loads, from one kind of evidence."""
+
+    @property
+    def name(self) -> str: ...
+
+    def speaks_for(self, dll: str) -> bool:
+        """Whether this evidence can tell if `dll` (a lower-case DLL name) is loaded."""
+        ...
+
+    def describe(self) -> str: ...
+
+    def loads(self, models: Sequence[ModelOps]) -> tuple[frozenset[str], tuple[str, ...]]:
+        """(what the models load, lower-case DLL names; ops without evidence)."""
+        ...
+
+
+@dataclass(frozen=True)
+class TableSource:
+    """A measured per-op table (manifests/evidence/)."""
+
+    evidence: Evidence
+
+    @property
+    def name(self) -> str:
+        return self.evidence.name
+
+    def speaks_for(self, dll: str) -> bool:
+        return dll in self.evidence.prunable
+
+    def describe(self) -> str:
+        return self.evidence.describe()
+
+    def loads(self, models: Sequence[ModelOps]) -> tuple[frozenset[str], tuple[str, ...]]:
+        ops = {op for model in models for op in model.ops}
+        return self.evidence.loads_for(ops, _types(models, ops))
+
+
+def _types(models: Sequence[ModelOps], ops: set[str]) -> dict[str, frozenset[str]]:
+    """Each op's element types over all the models; empty (unknown) where one model has none."""
+    found: dict[str, frozenset[str]] = {}
+    for op in ops:
+        kinds = [model.types.get(op, frozenset()) for model in models if op in model.ops]
+        found[op] = frozenset().union(*kinds) if all(kinds) else frozenset()
+    return found
+
+
+@dataclass(frozen=True)
+class MeasuredSource:
+    """The app's own measurement (`bundle measure`): what each of its models loaded, read from
+    the whole process, so it speaks for every candidate. Check it against the build first
+    (bundler.appevidence.problems)."""
+
+    app: AppEvidence
+
+    @property
+    def name(self) -> str:
+        return self.app.name
+
+    def speaks_for(self, dll: str) -> bool:
+        return True
+
+    def describe(self) -> str:
+        return self.app.describe()
+
+    def loads(self, models: Sequence[ModelOps]) -> tuple[frozenset[str], tuple[str, ...]]:
+        given = {model.path.name.lower() for model in models}
+        measured = [model for model in self.app.models if model.name.lower() in given]
+        return frozenset(name.lower() for m in measured for name in m.loaded), ()
 
 
 @dataclass(frozen=True)
@@ -34,7 +125,7 @@ class Pruning:
     """The decision: what is left out (none, with the reason, where nothing may be)."""
 
     models: tuple[ModelOps, ...]
-    evidence: Evidence | None
+    evidence: str | None  # the evidence's name (a table or an app evidence file)
     pruned: tuple[PrunedFile, ...] = ()
     kept: tuple[str, ...] = ()  # candidates the evidence shows loading
     unknown_ops: tuple[str, ...] = ()
@@ -61,27 +152,45 @@ def cudnn_version(profile: Profile) -> str | None:
     return None
 
 
+def options_mismatch(evidence: Evidence, declared: Mapping[str, str]) -> str:
+    """Why `evidence` does not apply to an app with these CUDA EP options ('' when it does)."""
+    if dict(declared) == evidence.provider_options:
+        return ""
+    measured = _options_text(evidence.provider_options)
+    return (
+        f"{evidence.name} was measured with {measured}, and the app declares "
+        f"{_options_text(declared)}: measure the app itself (bundle measure, then --evidence); "
+        "nothing is pruned"
+    )
+
+
+def _options_text(options: Mapping[str, str]) -> str:
+    if not options:
+        return "the CUDA EP's default options"
+    return ", ".join(f"{key}={value}" for key, value in sorted(options.items()))
+
+
 def decide(
-    plan: Plan, models: Sequence[ModelOps], evidence: Evidence | None, why_none: str
+    plan: Plan, models: Sequence[ModelOps], source: LoadSource | None, why_none: str
 ) -> Pruning:
     """What to leave out of `plan` for `models` (why_none: what to say without evidence)."""
     models = tuple(models)
     candidates = [item for item in plan.with_status(Status.BUNDLED) if _candidate(item)]
     if not models or not candidates:
-        reason = "no models given" if not models else "the bundle has no cuDNN sub-libraries"
-        return Pruning(models, evidence, reason=reason)
-    if evidence is None:
+        reason = "no models given" if not models else "the bundle has no run-time-loaded candidates"
+        return Pruning(models, source.name if source else None, reason=reason)
+    if source is None:
         return Pruning(models, None, reason=why_none)
-    ops = sorted({op for model in models for op in model.ops})
-    unknown = tuple(op for op in ops if op not in evidence.ops)
+    loaded, unknown = source.loads(models)
     if unknown:
-        reason = f"{evidence.name} has no row for {', '.join(unknown)}: nothing is pruned"
-        return Pruning(models, evidence, unknown_ops=unknown, reason=reason)
-    loaded = {name.lower() for op in ops for name in evidence.ops[op].loads}
-    chosen = _without_imported(plan, {i.key for i in candidates if i.key not in loaded})
+        reason = f"{source.name} has no row for {', '.join(unknown)}: nothing is pruned"
+        return Pruning(models, source.name, unknown_ops=unknown, reason=reason)
+    free = {i.key for i in candidates if source.speaks_for(i.key) and i.key not in loaded}
+    chosen = _without_companions(candidates, _without_imported(plan, free))
     kept = tuple(sorted(i.name for i in candidates if i.key not in chosen))
-    pruned = tuple(_pruned(item, models, evidence) for item in candidates if item.key in chosen)
-    return Pruning(models, evidence, pruned, kept, reason="" if pruned else "every one is loaded")
+    pruned = tuple(_pruned(item, models, source) for item in candidates if item.key in chosen)
+    reason = "" if pruned else "every candidate is loaded, or the evidence cannot speak for it"
+    return Pruning(models, source.name, pruned, kept, reason=reason)
 
 
 def apply_pruning(plan: Plan, pruning: Pruning) -> Plan:
@@ -95,7 +204,7 @@ def apply_pruning(plan: Plan, pruning: Pruning) -> Plan:
 
 
 def _candidate(item: PlanFile) -> bool:
-    return SUB_LIBRARY.fullmatch(item.name) is not None
+    return CANDIDATE.fullmatch(item.name) is not None
 
 
 def _without_imported(plan: Plan, chosen: set[str]) -> set[str]:
@@ -112,12 +221,18 @@ def _without_imported(plan: Plan, chosen: set[str]) -> set[str]:
         chosen = chosen - imported
 
 
-def _pruned(item: PlanFile, models: Sequence[ModelOps], evidence: Evidence) -> PrunedFile:
+def _without_companions(candidates: Sequence[PlanFile], chosen: set[str]) -> set[str]:
+    """`chosen` less the companions of a DLL that stays (NVRTC's builtins, with NVRTC)."""
+    staying = {item.key for item in candidates} - chosen
+    for lead, companion in _COMPANIONS:
+        if any(lead.fullmatch(key) for key in staying):
+            chosen = {key for key in chosen if not companion.fullmatch(key)}
+    return chosen
+
+
+def _pruned(item: PlanFile, models: Sequence[ModelOps], source: LoadSource) -> PrunedFile:
     names = ", ".join(model.path.name for model in models)
-    why = (
-        f"no op of {names} loads it: {evidence.name} (ORT {evidence.ort}, cuDNN "
-        f"{evidence.cudnn}, measured on {evidence.gpu}, {evidence.platform}) shows none doing so"
-    )
+    why = f"no op of {names} loads it: {source.describe()} shows none doing so"
     return PrunedFile(item.name, item.size or 0, why)
 
 

@@ -9,59 +9,126 @@ from pathlib import Path
 
 import pytest
 
-from bundler.evidence import Evidence, OpLoads, all_evidence, evidence_dir, load_evidence
+from bundler.evidence import (
+    Evidence,
+    OpLoads,
+    all_evidence,
+    evidence_dir,
+    load_evidence,
+    load_fusions,
+)
 from bundler.models import ModelOps
 from bundler.plan import Edge, EdgeKind, Plan, PlanFile, Status
-from bundler.prune import SUB_LIBRARY, apply_pruning, decide
+from bundler.prune import (
+    CANDIDATE,
+    SUB_LIBRARY,
+    Pruning,
+    TableSource,
+    apply_pruning,
+    decide,
+    options_mismatch,
+)
 from tests.conftest import REPO
 
 SUBS = ("cudnn_adv64_9.dll", "cudnn_cnn64_9.dll", "cudnn_ops64_9.dll", "cudnn_heuristic64_9.dll")
 CORE = ("cudnn64_9.dll", "cudnn_graph64_9.dll", "cublasLt64_13.dll")
+LAZY = ("cufft64_12.dll", "nvrtc64_130_0.dll")  # named by the CUDA provider, never imported
 
 
 def plan(*imports: tuple[str, str]) -> Plan:
-    """cudnn64_9 loading its sub-libraries at run time, plus the given static imports."""
-    names = (*CORE, *SUBS)
+    """cudnn64_9 loading its sub-libraries at run time, the CUDA provider naming cuFFT and NVRTC,
+    plus the given static imports."""
+    names = (*CORE, *SUBS, *LAZY, "onnxruntime_providers_cuda.dll")
     files = tuple(PlanFile(n.lower(), n, Status.BUNDLED, size=1000) for n in names)
     runtime = [Edge("cudnn64_9.dll", n.lower(), EdgeKind.RUNTIME) for n in (*SUBS, CORE[1])]
+    runtime += [Edge("onnxruntime_providers_cuda.dll", n, EdgeKind.RUNTIME) for n in LAZY]
     static = [Edge(a.lower(), b.lower(), EdgeKind.IMPORT) for a, b in imports]
-    return Plan("p", "x64", "10.0", (), ("cudnn64_9.dll",), files, (*runtime, *static))
+    edges = (*runtime, *static)
+    return Plan("p", "x64", "10.0", (), ("cudnn64_9.dll",), files, edges)
 
 
-def evidence(**rows: tuple[str, ...]) -> Evidence:
-    ops = {op: OpLoads(op, loads, op) for op, loads in rows.items()}
-    return Evidence(
+def evidence(options: dict[str, str] | None = None, **rows: tuple[str, ...]) -> TableSource:
+    """A table of `rows`, plus a row `Probe` that saw every candidate load (a table speaks only
+    for libraries it saw some op load)."""
+    seen = {**rows, "Probe": (*SUBS, *LAZY, "nvrtc-builtins64_130.dll")}
+    ops = {op: OpLoads(op, loads, op) for op, loads in seen.items()}
+    table = Evidence(
         Path("ort-9.9.9-cuda13.toml"), "9.9.9", "13", "9.13.0", "linux-x86_64", "GPU", "d",
-        "raw.json", ("cudnn64_9.dll",), ops,
+        "raw.json", ("cudnn64_9.dll", "cudnn_graph64_9.dll"), ops, options or {},
+        load_fusions(),
     )  # fmt: skip
+    return TableSource(table)
 
 
 def model(*ops: str) -> ModelOps:
     return ModelOps(Path("m.onnx"), "0" * 64, frozenset(ops))
 
 
+def pruned(found: Pruning) -> set[str]:
+    return {item.name for item in found.pruned}
+
+
 def test_only_what_no_op_loads_is_pruned_and_the_rest_is_kept() -> None:
-    found = decide(plan(), [model("MatMul", "Conv")], evidence(MatMul=(), Conv=SUBS[2:3]), "")
-    assert sorted(p.name for p in found.pruned) == sorted(set(SUBS) - {"cudnn_ops64_9.dll"})
+    table = evidence(Relu=(), Conv=SUBS[2:3], **{"com.microsoft:FusedConv": SUBS[2:3]})
+    found = decide(plan(), [model("Relu", "Conv")], table, "")
+    assert pruned(found) == set(SUBS + LAZY) - {"cudnn_ops64_9.dll"}
     assert found.kept == ("cudnn_ops64_9.dll",)
-    assert found.saved == 3000
+    assert found.saved == 5000
     assert all("m.onnx" in p.why and "ort-9.9.9-cuda13.toml" in p.why for p in found.pruned)
 
 
 def test_every_model_counts() -> None:
-    table = evidence(MatMul=(), LSTM=("cudnn_adv64_9.dll", "cudnn_ops64_9.dll"))
-    found = decide(plan(), [model("MatMul"), model("LSTM")], table, "")
-    assert {p.name for p in found.pruned} == {"cudnn_cnn64_9.dll", "cudnn_heuristic64_9.dll"}
+    table = evidence(Relu=(), LSTM=("cudnn_adv64_9.dll", "cudnn_ops64_9.dll"))
+    found = decide(plan(), [model("Relu"), model("LSTM")], table, "")
+    assert pruned(found) == {"cudnn_cnn64_9.dll", "cudnn_heuristic64_9.dll", *LAZY}
 
 
 def test_an_op_the_evidence_lacks_prunes_nothing_and_is_named() -> None:
-    found = decide(plan(), [model("MatMul", "NonMaxSuppression")], evidence(MatMul=()), "")
+    found = decide(plan(), [model("Relu", "NonMaxSuppression")], evidence(Relu=()), "")
     assert found.pruned == () and found.unknown_ops == ("NonMaxSuppression",)
     assert "NonMaxSuppression" in found.reason
 
 
+def test_the_ops_a_session_fuses_them_into_count_too() -> None:
+    """MatMul and Softmax may run as com.microsoft:Attention (AttentionFusion): its row counts,
+    and without one nothing is pruned."""
+    rows = {"MatMul": (), "Softmax": (), "com.microsoft:FusedMatMul": ()}
+    missing = decide(plan(), [model("MatMul", "Softmax")], evidence(**rows), "")
+    assert missing.pruned == () and "com.microsoft:Attention" in missing.unknown_ops
+    rows |= {"com.microsoft:Attention": ("nvrtc64_130_0.dll",)}
+    rows |= {"com.microsoft:MultiHeadAttention": ("cudnn_heuristic64_9.dll",)}
+    found = decide(plan(), [model("MatMul", "Softmax")], evidence(**rows), "")
+    assert {"nvrtc64_130_0.dll", "cudnn_heuristic64_9.dll"} <= set(found.kept)
+
+
+def test_a_library_the_table_never_saw_load_is_not_pruned() -> None:
+    """The table is measured on Linux: a library no row loads may be linked there and loaded
+    lazily on Windows, so the table says nothing about it (cuFFT here)."""
+    ops = {"Relu": OpLoads("Relu", (), "Relu"), "Probe": OpLoads("Probe", SUBS, "Probe")}
+    table = Evidence(
+        Path("t.toml"), "9.9.9", "13", "9.13.0", "linux", "GPU", "d", "raw.json", (), ops
+    )
+    found = decide(plan(), [model("Relu")], TableSource(table), "")
+    assert pruned(found) == set(SUBS)
+    assert set(LAZY) <= set(found.kept)
+
+
+def test_what_every_session_loads_is_never_pruned() -> None:
+    found = decide(plan(), [model("Relu")], evidence(Relu=()), "")
+    assert pruned(found).isdisjoint(CORE)
+    assert all(SUB_LIBRARY.fullmatch(name) is None for name in CORE)
+
+
+def test_other_provider_options_than_the_tables_prune_nothing() -> None:
+    table = evidence(Relu=()).evidence
+    assert options_mismatch(table, {}) == ""
+    why = options_mismatch(table, {"cudnn_conv_algo_search": "DEFAULT"})
+    assert "cudnn_conv_algo_search=DEFAULT" in why and "bundle measure" in why
+    assert "default options" in why
+
+
 def test_without_evidence_nothing_is_pruned_and_the_reason_is_given() -> None:
-    found = decide(plan(), [model("MatMul")], None, "no load evidence for ORT 1.19.2")
+    found = decide(plan(), [model("Relu")], None, "no load evidence for ORT 1.19.2")
     assert found.pruned == () and found.reason == "no load evidence for ORT 1.19.2"
 
 
@@ -69,49 +136,75 @@ def test_a_sub_library_a_kept_dll_imports_stays() -> None:
     """cudnn_cnn imports cudnn_ops statically: with cnn kept, ops stays whatever the evidence
     says; with cnn pruned too, ops goes."""
     imports = [("cudnn_cnn64_9.dll", "cudnn_ops64_9.dll")]
-    kept = decide(plan(*imports), [model("Conv")], evidence(Conv=SUBS[1:2]), "")
+    kept = decide(plan(*imports), [model("Relu")], evidence(Relu=SUBS[1:2]), "")
     assert "cudnn_ops64_9.dll" in kept.kept and "cudnn_cnn64_9.dll" in kept.kept
-    gone = decide(plan(*imports), [model("MatMul")], evidence(MatMul=()), "")
-    assert {p.name for p in gone.pruned} == set(SUBS)
+    gone = decide(plan(*imports), [model("Relu")], evidence(Relu=()), "")
+    assert set(SUBS) <= pruned(gone)
 
 
 def test_a_sub_library_the_app_itself_imports_stays() -> None:
-    found = decide(plan(("cudnn64_9.dll", "cudnn_adv64_9.dll")), [model("M")], evidence(M=()), "")
+    imports = ("cudnn64_9.dll", "cudnn_adv64_9.dll")
+    found = decide(plan(imports), [model("Relu")], evidence(Relu=()), "")
     assert "cudnn_adv64_9.dll" in found.kept
 
 
-def test_cudnn_itself_and_its_graph_library_are_never_candidates() -> None:
-    assert all(SUB_LIBRARY.fullmatch(name) is None for name in CORE)
-    found = decide(plan(), [model("M")], evidence(M=()), "")
-    assert {p.name for p in found.pruned}.isdisjoint(CORE)
-
-
-def test_no_models_or_no_cudnn_prunes_nothing() -> None:
-    assert decide(plan(), [], evidence(M=()), "").reason == "no models given"
+def test_no_models_or_no_candidates_prunes_nothing() -> None:
+    assert decide(plan(), [], evidence(Relu=()), "").reason == "no models given"
     cpu = Plan("cpu", "x64", "10.0", (), (), (PlanFile("a.dll", "a.dll", Status.BUNDLED),), ())
-    found = decide(cpu, [model("M")], evidence(M=()), "")
-    assert found.pruned == () and "cuDNN" in found.reason
+    found = decide(cpu, [model("Relu")], evidence(Relu=()), "")
+    assert found.pruned == () and "candidates" in found.reason
 
 
 def test_the_plan_marks_each_pruned_dll_with_its_reason() -> None:
-    found = decide(plan(), [model("M")], evidence(M=()), "")
-    pruned = apply_pruning(plan(), found).with_status(Status.PRUNED)
-    assert {item.name for item in pruned} == set(SUBS)
-    assert all(item.note and "m.onnx" in item.note for item in pruned)
+    found = decide(plan(), [model("Relu")], evidence(Relu=()), "")
+    marked = apply_pruning(plan(), found).with_status(Status.PRUNED)
+    assert {item.name for item in marked} == set(SUBS + LAZY)
+    assert all(item.note and "m.onnx" in item.note for item in marked)
 
 
 def test_the_shipped_tables_and_the_docs_agree() -> None:
-    """Every shipped table reads, names only cuDNN libraries, has its raw output beside it and
-    is listed in docs/pruning.md; with none shipped, the docs say so for 1.31.1."""
+    """Every shipped table reads, has its raw output beside it, names only candidates and what
+    every session loads, and is listed in docs/pruning.md."""
     shipped = all_evidence([evidence_dir()])
     docs = (REPO / "docs" / "pruning.md").read_text()
-    measured = docs.split("### Measured releases")[1].split("**Status.**")[0]
+    measured = docs.split("### Measured releases")[1].split("##")[0]
+    assert shipped, "ORT 1.31.1 / CUDA 13 is measured"
     for table in shipped:
         assert table.ops and table.path.with_name(table.raw).is_file(), table.path
-        assert all(n.startswith("cudnn") for row in table.ops.values() for n in row.loads)
+        every = {name.lower() for name in table.every_session}
+        for row in table.ops.values():
+            assert all(CANDIDATE.fullmatch(n) or n.lower() in every for n in row.loads), row
         assert table.path.name in measured, f"docs/pruning.md does not list {table.path.name}"
-    if not shipped:
-        assert "| 1.31.1 | 13 | not yet" in measured
+
+
+def shipped(release: str = "1.31.1") -> TableSource:
+    [table] = [t for t in all_evidence([evidence_dir()]) if t.ort == release]
+    return TableSource(table)
+
+
+def test_issue_28s_reduce_sum_keeps_cudnn_ops_with_the_measured_table() -> None:
+    """ReduceSum over axes (0, 2) of a 4-D float tensor calls cuDNN's reduction: the row of the
+    measured table (the union of its configurations) says so, and cudnn_ops stays."""
+    row = shipped().evidence.ops["ReduceSum"]
+    assert "cudnn_ops64_9.dll" in row.loads and row.config_dependent
+    assert row.configurations > 50
+    found = decide(plan(), [model("ReduceSum")], shipped(), "")
+    assert "cudnn_ops64_9.dll" in found.kept and "cudnn_ops64_9.dll" not in pruned(found)
+
+
+def test_a_cpu_only_op_prunes_as_if_it_were_absent_with_the_measured_table() -> None:
+    """GRU ran on the CPU EP in every configuration measured (ORT 1.31.1 has no CUDA kernel
+    for it): a model with it prunes exactly what the model without it prunes."""
+    table = shipped()
+    assert "CPU EP in every configuration" in table.evidence.ops["GRU"].note
+    without = decide(plan(), [model("Relu", "Gemm")], table, "")
+    assert without.pruned
+    assert decide(plan(), [model("Relu", "Gemm", "GRU")], table, "").pruned == without.pruned
+
+
+def test_an_op_the_measured_table_lacks_prunes_nothing() -> None:
+    found = decide(plan(), [model("Relu", "com.example:Fancy")], shipped(), "")
+    assert found.pruned == () and found.unknown_ops == ("com.example:Fancy",)
 
 
 def test_a_table_with_an_unknown_key_is_refused(tmp_path: Path) -> None:
@@ -127,3 +220,18 @@ def test_a_table_with_an_unknown_key_is_refused(tmp_path: Path) -> None:
     table.write_text(head + row + 'surprise = "x"\n')
     with pytest.raises(ProfileError, match="surprise"):
         load_evidence(table)
+
+
+def test_nvrtcs_builtins_stay_while_nvrtc_stays() -> None:
+    """NVRTC loads its builtins whenever it compiles: a measurement that saw NVRTC loaded but
+    not yet its builtins (it had compiled nothing) must not leave the builtins out."""
+    builtins = "nvrtc-builtins64_130.dll"
+    base = plan()
+    files = (*base.files, PlanFile(builtins, builtins, Status.BUNDLED, size=1000))
+    edge = Edge("nvrtc64_130_0.dll", builtins, EdgeKind.RUNTIME)
+    with_builtins = Plan("p", "x64", "10.0", (), base.roots, files, (*base.edges, edge))
+    table = evidence(Relu=(), LSTM=("nvrtc64_130_0.dll",))
+    found = decide(with_builtins, [model("LSTM")], table, "")
+    assert {"nvrtc64_130_0.dll", builtins} <= set(found.kept)
+    gone = decide(with_builtins, [model("Relu")], table, "")
+    assert {"nvrtc64_130_0.dll", builtins} <= pruned(gone)

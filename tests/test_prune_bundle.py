@@ -20,13 +20,14 @@ import pytest
 from bundler.evidence import all_evidence
 from bundler.lock import read_lock
 from bundler.prune import SUB_LIBRARY
-from tests.conftest import CPU, HELLO, pip_env, require_module
+from tests.conftest import CPU, HELLO, REPO, pip_env, require_module
 from tests.support.wine import Wine
 
 onnx = require_module("onnx", 'pip install "ort-bundle[models]" (.ci/run installs it)')
 TensorProto, helper = onnx.TensorProto, onnx.helper
 
 ORT = "1.31.1"
+PROOF_MEASURED = REPO / "manifests" / "evidence" / "gpu-proof" / "app-measurement.json"
 # The issue's own measurement (ORT 1.31.1, H200): a transformer-style model maps no cuDNN
 # sub-library at all, so the bundle keeps cudnn64_9 and cudnn_graph64_9 only.
 SUBS = {
@@ -52,8 +53,18 @@ measured = "never"
 raw = "ort-1.31.1-cuda13.raw.json"
 every_session = ["cudnn64_9.dll", "cudnn_graph64_9.dll"]
 """
+FUSED = (  # the ops ORT may fuse those of the two models into (manifests/evidence/fusions.toml)
+    "com.microsoft:Attention",
+    "com.microsoft:MultiHeadAttention",
+    "com.microsoft:SkipLayerNormalization",
+    "com.microsoft:FusedMatMul",
+    "com.microsoft:BiasSoftmax",
+    "Gemm",
+)
 TEST_ROWS = {
-    **dict.fromkeys(("MatMul", "Add", "LayerNormalization", "Softmax", "Relu"), ()),
+    **dict.fromkeys(("MatMul", "Add", "LayerNormalization", "Softmax", "Relu", *FUSED), ()),
+    "Probe": tuple(sorted(SUBS)),  # a table speaks only for the libraries it saw some op load
+    "com.microsoft:FusedConv": ("cudnn_ops64_9.dll",),
     "Conv": (
         "cudnn_ops64_9.dll",
         "cudnn_engines_precompiled64_9.dll",
@@ -109,7 +120,8 @@ def chain_model(path: Path, ops: tuple[str, ...], domain: str = "") -> Path:
 def expected_pruned(evidence: Path, ops: tuple[str, ...]) -> set[str]:
     """What the table lets go for `ops`: the sub-libraries no row of them loads."""
     [table] = all_evidence([evidence])
-    loaded = {name.lower() for op in ops for name in table.ops[op].loads}
+    loaded, unknown = table.loads_for(ops)  # the ops and their fusions
+    assert not unknown, unknown
     return {name for name in SUBS if name.lower() not in loaded}
 
 
@@ -154,6 +166,7 @@ def test_a_transformer_bundle_leaves_out_every_sub_library(
     assert pruned == expected_pruned(evidence, TRANSFORMER_OPS) == SUBS
     assert not any((out / name).exists() for name in pruned)
     assert (out / "cudnn64_9.dll").is_file() and (out / "cudnn_graph64_9.dll").is_file()
+    assert {"cufft64_12.dll", "nvrtc64_130_0.dll"}.isdisjoint(pruned)  # the table never saw them
     assert [(m.name, m.ops) for m in lock.models] == [
         ("encoder.onnx", tuple(sorted(TRANSFORMER_OPS)))
     ]
@@ -193,7 +206,8 @@ def test_a_conv_bundle_keeps_what_its_ops_load(
     assert built.returncode == 0, built.stderr
     pruning = json.loads(built.stdout)["pruning"]
     assert {item["name"] for item in pruning["pruned"]} == expected_pruned(evidence, CONV_OPS)
-    assert set(pruning["kept"]) == SUBS - expected_pruned(evidence, CONV_OPS)
+    never_seen = {"cufft64_12.dll", "nvrtc64_130_0.dll", "nvrtc-builtins64_130.dll"}
+    assert set(pruning["kept"]) == SUBS - expected_pruned(evidence, CONV_OPS) | never_seen
     assert pruning["kept"], "Conv loads some cuDNN sub-library (the issue's measurement)"
     assert not out.exists()  # --dry-run writes nothing
 
@@ -216,7 +230,7 @@ def test_a_model_with_a_cpu_profile_changes_nothing(
     model = str(models["transformer"])
     built = bundle("build", *args, "--model", model, "--dry-run", evidence=evidence)
     assert built.returncode == 0, built.stderr
-    assert "nothing pruned" in built.stdout and "no cuDNN" in built.stdout
+    assert "nothing pruned" in built.stdout and "no run-time-loaded candidates" in built.stdout
 
 
 @pytest.mark.realdata
@@ -270,3 +284,193 @@ def test_the_installer_and_the_doctor_know_what_was_pruned(
     assert pruned == SUBS
     loads = {line.split("\t")[1] for line in data if line.startswith("load\t")}
     assert loads.isdisjoint(SUBS) and "cudnn_graph64_9.dll" in loads
+
+
+CUFFT = "cufft64_12.dll"
+NVRTC = {"nvrtc64_130_0.dll", "nvrtc-builtins64_130.dll"}
+
+
+def bert_layer(path: Path, hidden: int = 16, heads: int = 2, seq: int = 8) -> Path:
+    """A BERT-style encoder in float: token embeddings (Gather), one self-attention layer
+    (MatMul, Add, Reshape, Transpose, Div, Softmax), the residual LayerNormalization, the
+    feed-forward block with erf GELU (Div, Erf, Add, Mul) and its LayerNormalization: the op
+    types and element types of the BERT encoder exported on the GPU machine
+    (manifests/evidence/gpu-proof/models.json), small."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    node, size = helper.make_node, hidden // heads
+    rng = np.random.default_rng(0)
+    square = (hidden, hidden)
+    weights = {
+        "emb": rng.standard_normal((64, hidden)), "wq": rng.standard_normal(square),
+        "wk": rng.standard_normal(square), "wv": rng.standard_normal(square),
+        "wo": rng.standard_normal(square), "w1": rng.standard_normal((hidden, 4 * hidden)),
+        "w2": rng.standard_normal((4 * hidden, hidden)), "b1": np.zeros(4 * hidden),
+        "gamma": np.ones(hidden), "beta": np.zeros(hidden), "scale": np.array(size**0.5),
+        "half": np.array(0.5), "one": np.array(1.0), "root2": np.array(2**0.5),
+    }  # fmt: skip
+    inits = [numpy_helper.from_array(v.astype(np.float32), k) for k, v in weights.items()]
+    inits += [numpy_helper.from_array(np.array([1, seq, heads, size], np.int64), "split")]
+    inits += [numpy_helper.from_array(np.array([1, seq, hidden], np.int64), "merge")]
+    nodes = [node("Gather", ["emb", "ids"], ["x"])]
+    for name in ("q", "k", "v"):
+        nodes += [node("MatMul", ["x", f"w{name}"], [f"{name}0"])]
+        nodes += [node("Reshape", [f"{name}0", "split"], [f"{name}1"])]
+        perm = [0, 2, 3, 1] if name == "k" else [0, 2, 1, 3]
+        nodes += [node("Transpose", [f"{name}1"], [f"{name}2"], perm=perm)]
+    nodes += [
+        node("MatMul", ["q2", "k2"], ["s0"]), node("Div", ["s0", "scale"], ["s1"]),
+        node("Softmax", ["s1"], ["p"], axis=-1), node("MatMul", ["p", "v2"], ["c0"]),
+        node("Transpose", ["c0"], ["c1"], perm=[0, 2, 1, 3]),
+        node("Reshape", ["c1", "merge"], ["c2"]), node("MatMul", ["c2", "wo"], ["a"]),
+        node("Add", ["a", "x"], ["r1"]),
+        node("LayerNormalization", ["r1", "gamma", "beta"], ["n1"], axis=-1),
+        node("MatMul", ["n1", "w1"], ["f0"]), node("Add", ["f0", "b1"], ["f1"]),
+        node("Div", ["f1", "root2"], ["g0"]), node("Erf", ["g0"], ["g1"]),
+        node("Add", ["g1", "one"], ["g2"]), node("Mul", ["f1", "g2"], ["g3"]),
+        node("Mul", ["g3", "half"], ["g4"]), node("MatMul", ["g4", "w2"], ["f2"]),
+        node("Add", ["f2", "n1"], ["r2"]),
+        node("LayerNormalization", ["r2", "gamma", "beta"], ["y"], axis=-1),
+    ]  # fmt: skip
+    graph = helper.make_graph(
+        nodes,
+        "bert_layer",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, seq])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, seq, hidden])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return bert_layer(tmp_path_factory.mktemp("bert") / "bert_encoder.onnx")
+
+
+@pytest.mark.realdata
+def test_the_shipped_table_leaves_out_what_a_bert_encoder_never_loads(
+    gpu_cache: Path, bert: Path, tmp_path: Path
+) -> None:
+    """Issue 28's gain, with the measured 1.31.1 table: every cuDNN sub-library, cuFFT and NVRTC
+    go. The Attention a session may fuse MatMul and Softmax into loads the cuDNN engines, the
+    heuristic and NVRTC in float16, and nothing more in float, and this model is float."""
+    args = [
+        str(HELLO),
+        "--ort",
+        ORT,
+        "--out",
+        str(tmp_path / "dist"),
+        "--cache-dir",
+        str(gpu_cache),
+    ]
+    built = bundle("build", *args, "--model", str(bert), "--dry-run", "--json")
+    assert built.returncode == 0, built.stderr
+    pruning = json.loads(built.stdout)["pruning"]
+    assert pruning["evidence"] == "ort-1.31.1-cuda13.toml"
+    left_out = {item["name"] for item in pruning["pruned"]}
+    assert left_out == SUBS | {CUFFT} | NVRTC
+    extracted = {path.name: path.stat().st_size for path in gpu_cache.rglob("*.dll")}
+    assert pruning["saved_bytes"] == sum(extracted[name] for name in left_out)
+    assert 780e6 < pruning["saved_bytes"] < 820e6  # 798 MB, docs/pruning.md
+
+
+@pytest.mark.realdata
+def test_the_same_encoder_in_float16_keeps_what_cudnns_flash_attention_loads(
+    gpu_cache: Path, bert: Path, tmp_path: Path
+) -> None:
+    model = onnx.load(str(bert))
+    onnx_model = helper.make_model(model.graph, opset_imports=model.opset_import)
+    path = tmp_path / "bert_fp16.onnx"
+    for tensor in onnx_model.graph.initializer:
+        if tensor.data_type == TensorProto.FLOAT:
+            import numpy as np
+            from onnx import numpy_helper
+
+            half = numpy_helper.to_array(tensor).astype(np.float16)
+            tensor.CopyFrom(numpy_helper.from_array(half, tensor.name))
+    onnx_model.graph.output[0].type.tensor_type.elem_type = TensorProto.FLOAT16
+    onnx.save(onnx_model, str(path))
+    args = [
+        str(HELLO),
+        "--ort",
+        ORT,
+        "--out",
+        str(tmp_path / "dist"),
+        "--cache-dir",
+        str(gpu_cache),
+    ]
+    built = bundle("build", *args, "--model", str(path), "--dry-run", "--json")
+    assert built.returncode == 0, built.stderr
+    kept = set(json.loads(built.stdout)["pruning"]["kept"])
+    assert {"cudnn_engines_precompiled64_9.dll", "cudnn_heuristic64_9.dll"} | NVRTC <= kept
+
+
+def app_evidence(path: Path, model: Path, loaded: tuple[str, ...]) -> Path:
+    """An app evidence file as `bundle measure` writes it on a GPU machine, for `model`: the
+    real one from the H200 (gpu-proof/app-measurement.json) with its BERT entry renamed to
+    `model` and given `model`'s SHA-256 (the test machine has no GPU to measure on)."""
+    import hashlib
+
+    document = json.loads(PROOF_MEASURED.read_text())
+    [entry] = [m for m in document["models"] if m["name"] == "bert_encoder.onnx"]
+    digest = hashlib.sha256(model.read_bytes()).hexdigest()
+    entry |= {"name": model.name, "sha256": digest, "loaded": sorted(loaded)}
+    document["models"] = [entry]
+    path.write_text(json.dumps(document))
+    return path
+
+
+@pytest.mark.realdata
+def test_the_apps_own_measurement_prunes_what_it_never_loaded(
+    gpu_cache: Path, bert: Path, tmp_path: Path
+) -> None:
+    measured = json.loads(PROOF_MEASURED.read_text())
+    [real] = [m for m in measured["models"] if m["name"] == "bert_encoder.onnx"]
+    evidence = app_evidence(tmp_path / "app-evidence.json", bert, tuple(real["loaded"]))
+    args = [
+        str(HELLO),
+        "--ort",
+        ORT,
+        "--out",
+        str(tmp_path / "dist"),
+        "--cache-dir",
+        str(gpu_cache),
+    ]
+    built = bundle(
+        "build", *args, "--model", str(bert), "--evidence", str(evidence), "--dry-run", "--json"
+    )
+    assert built.returncode == 0, built.stderr
+    pruning = json.loads(built.stdout)["pruning"]
+    left_out = {item["name"] for item in pruning["pruned"]}
+    assert left_out == SUBS | {CUFFT} | NVRTC
+    assert pruning["evidence"] == "app-evidence.json"
+    assert all("app-evidence.json" in item["why"] for item in pruning["pruned"])
+
+
+@pytest.mark.realdata
+def test_the_apps_measurement_is_refused_after_the_model_changes_by_one_byte(
+    gpu_cache: Path, bert: Path, tmp_path: Path
+) -> None:
+    model = tmp_path / bert.name
+    model.write_bytes(bert.read_bytes())
+    evidence = app_evidence(tmp_path / "app-evidence.json", model, ())
+    data = bytearray(model.read_bytes())
+    data[-1] ^= 1  # still an ONNX model: the last byte is in a name
+    model.write_bytes(bytes(data))
+    args = [
+        str(HELLO),
+        "--ort",
+        ORT,
+        "--out",
+        str(tmp_path / "dist"),
+        "--cache-dir",
+        str(gpu_cache),
+    ]
+    built = bundle("build", *args, "--model", str(model), "--evidence", str(evidence), "--dry-run")
+    assert built.returncode == 14, built.stdout + built.stderr
+    assert "bert_encoder.onnx changed since it was measured" in built.stderr
+    assert "bundle measure" in built.stderr

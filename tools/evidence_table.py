@@ -1,12 +1,26 @@
-"""Turn the raw output of tools/gpu_probe.py into the evidence table bundle reads
+"""Turn the raw output of the load probe into the evidence table bundle reads
 (manifests/evidence/ort-<release>-cuda<major>.toml, beside the raw JSON it came from).
 
-    python tools/evidence_table.py manifests/evidence/ort-1.31.1-cuda13.raw.json --cuda 13
+    python3 tools/evidence_table.py RAW --kernels KERNELS --cuda 13 [--out TABLE]
 
-One row per op type whose model ran on the CUDA EP: the cuDNN libraries the process mapped
-after importing onnxruntime (created the session, ran it once), by their Windows DLL names
-(libcudnn_ops.so.9 is cudnn_ops64_9.dll). A model that failed or fell back to another provider
-gets no row, so bundle prunes nothing for an app using that op. docs/pruning.md explains it.
+RAW is `tools/gpu_matrix.py measure`'s output (every op in a matrix of configurations) or, for
+a release measured before the matrix existed, `tools/gpu_probe.py measure`'s (one model per
+op). KERNELS is `tools/gpu_matrix.py kernels`'s list of the release's kernels and schemas.
+
+- A measured row is the union, over the op's configurations that ran with the CUDA EP's default
+  options, of the libraries the process mapped beyond what `import onnxruntime` had mapped, by
+  their Windows DLL names (libcudnn_ops.so.9 is cudnn_ops64_9.dll). It records how many
+  configurations it covers and whether they loaded different libraries (`config_dependent`).
+  A configuration that failed counts for nothing; an op all of whose configurations failed has
+  no row, so bundle prunes nothing for a model using it.
+- Derived rows say so in `basis`: an op of the ONNX or com.microsoft domain that has no CUDA
+  kernel in the release and is not an ONNX function runs on the CPU EP and loads nothing
+  (`cpu-only`); `Constant` becomes an initializer when ORT loads the graph (`folded`). An ONNX
+  function without a CUDA kernel runs as its body (ORT inlines it): it gets no derived row
+  unless it was measured.
+- Configurations run with other provider options are compared with the defaults, and the ops
+  whose loads they change are listed in the table's comments: the table is for the defaults.
+Standard library and bundle's own name mapping (bundler.measure.names).
 """
 
 from __future__ import annotations
@@ -14,17 +28,19 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-APP_MODELS = ("transformer", "conv")  # the probe's app-like models: proofs, not op rows
-_CUDNN = re.compile(r"lib(cudnn(?:_[a-z_]+)?)\.so\.(\d+)")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bundler.measure.names import windows_name
 
-def dll_name(path: str) -> str | None:
-    """cudnn_ops64_9.dll for .../libcudnn_ops.so.9.13.0; None for anything else."""
-    match = _CUDNN.fullmatch(Path(path).name) or _CUDNN.match(Path(path).name)
-    return f"{match[1]}64_{match[2]}.dll" if match else None
+APP_MODELS = ("transformer", "conv")  # the old probe's app-like models: proofs, not op rows
+CUDA = "CUDAExecutionProvider"
+DOMAINS = ("", "com.microsoft")
+FOLDED = {"Constant": "ORT turns Constant nodes into initializers when it loads the graph"}
 
 
 def cudnn_text(version: Any) -> str:
@@ -35,47 +51,239 @@ def cudnn_text(version: Any) -> str:
 
 
 def loads(result: dict[str, Any]) -> list[str]:
+    """The Windows names of what the result's process mapped beyond `before`."""
     before = set(result.get("before") or ())
     mapped = [path for path in result.get("all") or () if path not in before]
-    return sorted({name for path in mapped if (name := dll_name(path))})
+    return sorted({name for path in mapped if (name := windows_name(path))})
 
 
-def table(raw: dict[str, Any], raw_name: str, cuda: str) -> str:
-    rows = [r for r in raw["results"] if r["ok"] and r["model"] not in APP_MODELS]
-    every = set.intersection(*(set(loads(r)) for r in rows)) if rows else set()
-    gpu = raw.get("gpu") or "unknown GPU"
+def op_of(result: dict[str, Any]) -> str:
+    return str(result.get("op") or result["model"])
+
+
+def op_key(domain: str, op: str) -> str:
+    return op if domain in ("", "ai.onnx") else f"{domain}:{op}"
+
+
+def measured_rows(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """op -> {loads, configurations, config_dependent, model, failed} over default options."""
+    rows: dict[str, dict[str, Any]] = {}
+    for result in results:
+        if result.get("options") or result["model"] in APP_MODELS:
+            continue
+        row = rows.setdefault(op_of(result), {"sets": [], "failed": 0, "models": [], "cpu": []})
+        if result["ok"]:
+            kind = str((result.get("settings") or {}).get("type", "float"))
+            row.setdefault("types", {}).setdefault(kind, set()).update(loads(result))
+            row["sets"].append(frozenset(loads(result)))
+            row["models"].append(result["model"])
+            row["cpu"].append(result.get("op_on_provider") is False)
+        else:
+            row["failed"] += 1
+    return {op: _row(row) for op, row in rows.items() if row["sets"]}
+
+
+def _row(row: dict[str, Any]) -> dict[str, Any]:
+    sets = row["sets"]
+    union = sorted(frozenset().union(*sets))
+    model = row["models"][0] if len(sets) == 1 else f"{len(sets)} configurations"
+    return {
+        "loads": union,
+        "configurations": len(sets),
+        "config_dependent": len(set(sets)) > 1,
+        "model": model,
+        "failed": row["failed"],
+        "cpu_only": all(row["cpu"]) and bool(row["cpu"]),
+        "by_type": {kind: sorted(found) for kind, found in sorted(row.get("types", {}).items())},
+    }
+
+
+def option_effects(results: list[dict[str, Any]]) -> list[str]:
+    """One comment line per (options, op): what its configurations loaded with those options
+    beyond, or short of, the same configurations with the defaults."""
+    default = {
+        (op_of(r), json.dumps(r.get("settings"), sort_keys=True)): set(loads(r))
+        for r in results
+        if not r.get("options") and r["ok"]
+    }
+    more: dict[tuple[str, str], set[str]] = {}
+    less: dict[tuple[str, str], set[str]] = {}
+    for result in results:
+        key = (op_of(result), json.dumps(result.get("settings"), sort_keys=True))
+        if not result.get("options") or not result["ok"] or key not in default:
+            continue
+        options = ", ".join(f"{k}={v}" for k, v in sorted(result["options"].items()))
+        now = set(loads(result))
+        more.setdefault((options, key[0]), set()).update(now - default[key])
+        less.setdefault((options, key[0]), set()).update(default[key] - now)
+    lines = []
+    for options, op in sorted(more):
+        added, dropped = sorted(more[options, op]), sorted(less[options, op])
+        if added or dropped:
+            lines.append(
+                f"#   {options}: {op} loads {added or 'nothing'} more, {dropped or 'nothing'} less"
+            )
+    return lines
+
+
+def cuda_ops(kernels: dict[str, Any]) -> set[str]:
+    return {op_key(k["domain"], k["op"]) for k in kernels["kernels"] if k["provider"] == CUDA}
+
+
+def derived_rows(kernels: dict[str, Any], measured: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Rows for ops the measurement did not run: folded, or no CUDA kernel and no function."""
+    with_cuda, done = cuda_ops(kernels), set(measured)
+    rows: dict[str, dict[str, Any]] = {}
+    for op, note in FOLDED.items():
+        rows[op] = {"basis": "folded", "note": note}
+    for schema in kernels["schemas"]:
+        key = op_key(schema["domain"], schema["op"])
+        if schema["domain"] not in DOMAINS or key in with_cuda or key in done or key in rows:
+            continue
+        if schema["domain"] == "" and _is_function(schema["op"]):
+            continue
+        note = f"no CUDA kernel in ONNX Runtime {kernels['onnxruntime']}: runs on the CPU EP"
+        rows[key] = {"basis": "cpu-only", "note": note}
+    return rows
+
+
+def folded_rows(measured: Iterable[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+    done = set(measured)
+    for op, note in FOLDED.items():
+        if op not in done:
+            yield op, {"basis": "folded", "note": note}
+
+
+def _is_function(op: str) -> bool:
+    """Whether some version of the ONNX op is a function (ORT inlines it where no EP has a
+    kernel, and its body's ops may run on the GPU)."""
+    from onnx import defs
+
+    for version in range(1, defs.onnx_opset_version() + 1):
+        try:
+            schema = defs.get_schema(op, version)
+        except Exception:  # no schema of that version (or none at all)
+            continue
+        if schema.has_function or schema.has_context_dependent_function:
+            return True
+    return False
+
+
+def table(raw: dict[str, Any], kernels: dict[str, Any] | None, raw_name: str, cuda: str) -> str:
+    results = raw["results"]
+    rows = measured_rows(results)
+    every = set.intersection(*(set(r["loads"]) for r in rows.values())) if rows else set()
+    derived = derived_rows(kernels, rows) if kernels else dict(folded_rows(rows))
+    matrix = any("op" in r for r in results)
+    lines = _header(raw, kernels, raw_name, cuda, rows, every, matrix)
+    for op in sorted(rows):
+        row = rows[op]
+        own = [name for name in row["loads"] if name not in every]  # every session's: above
+        lines += ["", "[[ops]]", f"op = {json.dumps(op)}", f"loads = {json.dumps(own)}"]
+        lines += [f"model = {json.dumps(row['model'])}"]
+        lines += [f"configurations = {row['configurations']}"]
+        by_type = {k: [n for n in v if n not in every] for k, v in row["by_type"].items()}
+        if len({json.dumps(v) for v in by_type.values()}) > 1:  # the types load differently
+            shown = ", ".join(f"{k} = {json.dumps(v)}" for k, v in by_type.items())
+            lines.append(f"by_type = {{ {shown} }}")
+        if row["config_dependent"]:
+            lines.append("config_dependent = true")
+        notes = []
+        if row.get("cpu_only"):
+            notes.append("its node ran on the CPU EP in every configuration (no CUDA kernel)")
+        if row["failed"]:
+            notes.append(f"{row['failed']} configuration(s) failed and count for nothing")
+        if notes:
+            lines.append(f"note = {json.dumps('; '.join(notes))}")
+    for op in sorted(derived):
+        row = derived[op]
+        lines += ["", "[[ops]]", f"op = {json.dumps(op)}", "loads = []", "configurations = 0"]
+        lines += [f'basis = "{row["basis"]}"', f"note = {json.dumps(row['note'])}"]
+    return "\n".join(lines) + "\n"
+
+
+def _header(
+    raw: dict[str, Any],
+    kernels: dict[str, Any] | None,
+    raw_name: str,
+    cuda: str,
+    rows: dict[str, Any],
+    every: set[str],
+    matrix: bool,
+) -> list[str]:
+    gpu = (raw.get("gpu") or "unknown GPU").strip()
+    probe = (
+        "tools/gpu_matrix.py (the configuration matrix)"
+        if matrix
+        else (
+            "tools/gpu_probe.py (one model per op, before the matrix existed: each row is ONE "
+            "configuration, and the matrix's rows are unmeasured, so nothing is pruned for them)"
+        )
+    )
+    unmeasured = []
+    if kernels:
+        ours = {op for op in cuda_ops(kernels) if ":" not in op or op.startswith("com.microsoft:")}
+        unmeasured = sorted(ours - set(rows))
+    defaults = sum(1 for r in raw["results"] if not r.get("options"))
     lines = [
-        "# Which cuDNN libraries ONNX Runtime's CUDA EP loads, per op type: one tiny model per op,",
-        "# each run once in a fresh process (tools/gpu_probe.py), what it had mapped afterwards.",
-        f"# Written by tools/evidence_table.py from {raw_name} (beside this file). A model that",
-        "# failed or fell back to another provider has no row: bundle prunes nothing for it.",
+        "# Which run-time-loaded libraries ONNX Runtime's CUDA EP loads, per op: the union over",
+        "# the op's configurations, each a tiny model run once in a fresh process, by Windows DLL",
+        f"# names. Written by tools/evidence_table.py from {raw_name} (beside this file).",
+        *(f"# Some configurations measured again: {name}." for name in raw.get("more", ())),
+        "# An op without a row makes bundle prune nothing; `basis` says how a row was made.",
+        f"# Measured with {probe}.",
+        "# Measured with the CUDA EP's default options. Other options measured, where they change",
+        "# what an op loads:",
+        *(option_effects(raw["results"]) or ["#   (none changed anything)"]),
         "schema_version = 1",
         f'ort = "{raw["onnxruntime"]}"',
         f'cuda = "{cuda}"',
         f'cudnn = "{cudnn_text(raw.get("cudnn_version"))}"',
         'platform = "linux-x86_64"  # the Windows DLL names are those of the same libraries',
-        f"gpu = {json.dumps(gpu.strip())}",
+        f"gpu = {json.dumps(gpu)}",
         f'measured = "{raw["started"][:10]}"',
         f'raw = "{raw_name}"',
+        f"probe = {json.dumps(probe.split(' ')[0])}",
+        f"configurations = {defaults}",
+        "provider_options = {}",
         f"every_session = {json.dumps(sorted(every))}",
     ]
-    for result in sorted(rows, key=lambda r: r["model"]):
-        lines += ["", "[[ops]]", f'op = "{result["model"]}"']
-        lines += [f"loads = {json.dumps(loads(result))}", f'model = "{result["model"]}"']
-    failed = [r["model"] for r in raw["results"] if not r["ok"]]
-    if failed:
-        lines += ["", f"# no row (failed or not on the CUDA EP): {', '.join(sorted(failed))}"]
-    return "\n".join(lines) + "\n"
+    if kernels:
+        lines += [f"kernels = {json.dumps(kernels.get('file', 'kernels.json'))}"]
+        lines += [f"unmeasured = {json.dumps(unmeasured)}"]
+    return lines
+
+
+def read_text(path: Path) -> str:
+    """A raw file, xz-compressed (`.xz`: the matrix's raw output is large) or not."""
+    if path.suffix == ".xz":
+        import lzma
+
+        return lzma.decompress(path.read_bytes()).decode("utf-8")
+    return path.read_text(encoding="utf-8")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("raw", type=Path, help="the probe's raw JSON (in manifests/evidence/)")
+    parser.add_argument("--more", type=Path, nargs="*", default=[], help="more raw files")
+    parser.add_argument("--kernels", type=Path, help="gpu_matrix.py kernels' output")
     parser.add_argument("--cuda", required=True, help="the CUDA major of the ORT build, e.g. 13")
+    parser.add_argument("--out", type=Path, help="the table (default: beside RAW)")
     args = parser.parse_args()
-    raw = json.loads(args.raw.read_text())
-    target = args.raw.with_name(args.raw.name.replace(".raw.json", ".toml"))
-    target.write_text(table(raw, args.raw.name, args.cuda))
+    raw = json.loads(read_text(args.raw))
+    for more in args.more:  # later measurements of some configurations: theirs replace
+        extra = json.loads(read_text(more))["results"]
+        again = {result["model"] for result in extra}
+        raw.setdefault("more", []).append(more.name)
+        raw["results"] = [r for r in raw["results"] if r["model"] not in again] + extra
+    kernels = json.loads(read_text(args.kernels)) if args.kernels else None
+    if kernels is not None:
+        kernels["file"] = args.kernels.name
+    target = args.out or args.raw.with_name(
+        re.sub(r"\.(raw|matrix)\.json(\.xz)?$", ".toml", args.raw.name)
+    )
+    target.write_text(table(raw, kernels, args.raw.name, args.cuda), encoding="utf-8")
     print(f"wrote {target}")
 
 

@@ -83,6 +83,7 @@ LEVELS = {
     "all": "ORT_ENABLE_ALL",
 }
 APPS = ("transformer", "conv")
+OPTIONS_ENV = "GPU_PROBE_OPTIONS"  # the CUDA EP's options for a child, as a JSON object
 SCRIPT = Path(__file__).resolve()
 
 Spec = tuple[Any, ...]  # a graph input: (name, shape) or (name, shape, element type)
@@ -432,7 +433,7 @@ def _placement(ort: Any, model: str, provider: str, level: str) -> list[dict[str
 
     with tempfile.TemporaryDirectory(prefix="gpu-probe-") as tmp:
         options = _options(ort, level, profile_prefix=os.path.join(tmp, "profile"))
-        session = ort.InferenceSession(model, sess_options=options, providers=[provider])
+        session = ort.InferenceSession(model, sess_options=options, providers=_providers(provider))
         session.run(None, _feeds(np, session))
         with open(session.end_profiling(), encoding="utf-8") as fh:
             events = json.load(fh)
@@ -455,6 +456,12 @@ def _on_provider(placement: list[dict[str, str]], provider: str) -> bool:
     return bool(ops) and all(p["provider"] == provider for p in ops)
 
 
+def _providers(provider: str) -> list[Any]:
+    """The provider, with the options of $GPU_PROBE_OPTIONS (a JSON object) when set."""
+    options = json.loads(os.environ.get(OPTIONS_ENV) or "{}")
+    return [(provider, options)] if options else [provider]
+
+
 class FellBack(RuntimeError):
     """The session came up, but not on the provider asked for."""
 
@@ -473,7 +480,7 @@ def _measure(result: dict[str, Any], model: str, provider: str, level: str) -> t
 
     def create() -> Any:
         options = _options(ort, level)
-        return ort.InferenceSession(model, sess_options=options, providers=[provider])
+        return ort.InferenceSession(model, sess_options=options, providers=_providers(provider))
 
     session = _phase(result, "at_create", seen, create)
     result["providers"] = session.get_providers()
@@ -720,7 +727,10 @@ def cmd_prove(args: argparse.Namespace) -> int:
     libdir = Path(args.libs).resolve()
     env = dict(os.environ, LD_LIBRARY_PATH=str(libdir))
     with tempfile.TemporaryDirectory(prefix="gpu-probe-prove-") as tmp:
-        path = models(Path(tmp), [args.model])[args.model]
+        if args.model.endswith(".onnx"):  # an app's model file: run as the app would
+            path, args.optimization = Path(args.model), "all"
+        else:
+            path = models(Path(tmp), [args.model])[args.model]
         record = measure_one(path, args.model, args, env)
     proof = {"model": args.model, "provider": args.provider, "libdir": str(libdir)}
     proof |= {"onnxruntime": record.get("onnxruntime"), "providers": record["providers"]}
@@ -838,7 +848,8 @@ def parser() -> argparse.ArgumentParser:
         "--model",
         required=True,
         metavar="NAME",
-        help="transformer, conv, or an op type (Conv, MatMul, ...)",
+        help="transformer, conv, an op type (Conv, MatMul, ...), or an .onnx file (run with "
+        "every graph optimization, as an app would)",
     )
     listing = sub.add_parser("models", help="list the probe models (and write them)")
     listing.add_argument("--out-dir", metavar="DIR", help="write the .onnx files into DIR")

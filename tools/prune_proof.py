@@ -1,16 +1,21 @@
-"""The GPU proof of model-aware pruning (docs/pruning.md): run the probe's app-like models with
-the cuDNN folder reduced to what a pruned bundle ships, then with one more library removed.
+"""The GPU proof of model-aware pruning on real models (docs/pruning.md): for each exported
+model, the libraries bundle's decision keeps, a run from a folder of exactly those, then a run
+with one more library removed.
 
-    python3 tools/prune_proof.py --raw raw.json --ort-dir DIR --cuda-lib SP/nvidia/cu13/lib \
-        --cudnn-lib SP/nvidia/cudnn/lib --out OUTDIR
+    python3 tools/prune_proof.py --table TABLE --models DIR --plan PLAN --ort-dir DIR \\
+        --cuda-lib SP/nvidia/cu13/lib --cudnn-lib SP/nvidia/cudnn/lib --out OUTDIR
 
-For each model (`transformer`, `conv`): the kept cuDNN libraries are cudnn and cudnn_graph plus
-what the raw measurement shows the model's op types loading (as bundle's pruning decides it);
-every CUDA library stays. A folder of symlinks to exactly those runs the model through
-`tools/gpu_probe.py prove` (LD_LIBRARY_PATH is that folder alone): proof-MODEL.json. Then the
-same without one library the evidence says is needed (the first kept sub-library, else
-cudnn_graph): proof-MODEL-without-LIB.json, which must fail or visibly map a foreign copy.
-Standard library only, like the probe; it runs on the GPU machine.
+- The decision is bundle's own (bundler.prune.decide with the table, bundler.models for the op
+  types), made on PLAN: the Windows plan of the GPU bundle (`bundle build --dry-run --json`'s
+  `plan`), so what stays is what the Windows bundle would ship, static imports included.
+- The pruned folder holds a symlink to every CUDA and cuDNN library of the Linux wheels whose
+  Windows counterpart the decision did not leave out; the model runs through
+  `tools/gpu_probe.py prove` with LD_LIBRARY_PATH exactly that folder and every graph
+  optimization (as an app runs): proof-MODEL.json. It must run with nothing foreign mapped.
+- Then the same without one more library: the first one the run mapped that the decision could
+  have pruned (else cudnn_graph): proof-MODEL-without-LIB.json, which must fail or visibly map
+  a foreign copy.
+`models.json` (tools/export_models.py) names the models; `prune-proof.json` sums it all up.
 """
 
 from __future__ import annotations
@@ -20,79 +25,93 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bundler.evidence import load_evidence  # noqa: E402
+from bundler.measure.names import windows_name  # noqa: E402
+from bundler.models import read_model_ops  # noqa: E402
+from bundler.plan import plan_from_json  # noqa: E402
+from bundler.prune import CANDIDATE, TableSource, decide  # noqa: E402
 
 PROBE = Path(__file__).with_name("gpu_probe.py")
-ALWAYS = ("libcudnn.so.9", "libcudnn_graph.so.9")
-APP_OPS = {  # the op types of the probe's app-like models (tools/gpu_probe.py)
-    "transformer": ("MatMul", "Add", "LayerNormalization", "Transpose", "Softmax"),
-    "conv": ("Conv", "BatchNormalization", "Relu", "MaxPool"),
-}
 
 
-def cudnn_loads(raw: dict, ops: tuple[str, ...]) -> set[str]:
-    """The cuDNN file names (libcudnn_ops.so.9, ...) the op models mapped, beyond `before`."""
-    found: set[str] = set()
-    for result in raw["results"]:
-        if result["model"] in ops:
-            assert result["ok"], f"{result['model']} failed in the measurement: {result['error']}"
-            before = set(result.get("before") or ())
-            for path in result["all"]:
-                name = Path(path).name
-                if path not in before and name.startswith("libcudnn"):
-                    found.add(name.split(".so")[0] + ".so.9")
-    return found
-
-
-def folder_of(target: Path, cuda: Path, cudnn: Path, kept: set[str]) -> Path:
+def folder_of(target: Path, folders: tuple[Path, ...], left_out: set[str]) -> Path:
+    """A folder of symlinks to every library of `folders` (the CUDA and the cuDNN wheels' lib
+    folders) but those whose Windows counterpart is left out (all aliases of it)."""
     target.mkdir(parents=True)
-    for path in sorted(cuda.iterdir()):
-        (target / path.name).symlink_to(path)
-    for name in sorted(kept):
-        (target / name).symlink_to(cudnn / name)
+    for folder in folders:
+        for path in sorted(folder.iterdir()):
+            name = (windows_name(str(path)) or "").lower()
+            if name not in left_out and not (target / path.name).exists():
+                (target / path.name).symlink_to(path)
     return target
 
 
-def prove(args: argparse.Namespace, model: str, libs: Path, out: Path) -> dict:
+def prove(args: argparse.Namespace, model: Path, libs: Path, out: Path) -> dict[str, Any]:
     command = [sys.executable, str(PROBE), "prove", "--ort-dir", str(args.ort_dir)]
-    command += ["--libs", str(libs), "--model", model, "--out", str(out)]
+    command += ["--libs", str(libs), "--model", str(model), "--out", str(out)]
+    command += ["--provider", args.provider]
     done = subprocess.run(command, capture_output=True, text=True)
-    print(f"{out.name}: exit {done.returncode}", file=sys.stderr)
-    return json.loads(out.read_text())
+    print(f"{out.name}: exit {done.returncode} {done.stderr.strip()[-300:]}", file=sys.stderr)
+    return json.loads(out.read_text()) if out.is_file() else {"ok": False, "foreign": []}
+
+
+def one_model(args: argparse.Namespace, entry: dict[str, Any], context: dict[str, Any]) -> dict:
+    path = args.models / f"{entry['name']}.onnx"
+    ops = read_model_ops(path)
+    decision = decide(context["plan"], [ops], TableSource(context["table"]), "")
+    left_out = {item.name.lower() for item in decision.pruned}
+    summary: dict[str, Any] = {"ops": sorted(ops.ops), "pruned": sorted(left_out)}
+    summary |= {"kept": list(decision.kept), "reason": decision.reason}
+    summary |= {"unknown_ops": list(decision.unknown_ops), "saved": decision.saved}
+    if not left_out:
+        return summary
+    folders = (args.cuda_lib, args.cudnn_lib)
+    work = args.out / f"libs-{entry['name']}"
+    whole = prove(
+        args, path, folder_of(work, folders, left_out), args.out / f"proof-{entry['name']}.json"
+    )
+    summary |= {"ok": whole["ok"], "foreign": whole["foreign"], "error": whole.get("error")}
+    mapped = [lib["name"] for lib in whole.get("libs", []) if lib.get("from_folder")]
+    prunable = [n for n in mapped if (w := windows_name(n)) and CANDIDATE.fullmatch(w)]
+    dropped = prunable[0] if prunable else "libcudnn_graph.so.9"
+    less = left_out | {(windows_name(dropped) or "").lower()}
+    less_folder = folder_of(work.with_name(work.name + "-less"), folders, less)
+    short = prove(args, path, less_folder, args.out / f"proof-{entry['name']}-without.json")
+    summary |= {"without": dropped, "without_ok": short["ok"]}
+    summary |= {"without_foreign": short["foreign"], "without_error": short.get("error")}
+    return summary
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for flag in ("--raw", "--ort-dir", "--cuda-lib", "--cudnn-lib", "--out"):
+    for flag in ("--table", "--models", "--plan", "--ort-dir", "--cuda-lib", "--cudnn-lib"):
         parser.add_argument(flag, type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--only", help="comma-separated model names")
+    parser.add_argument("--provider", default="CUDAExecutionProvider", help="(CPU: a smoke test)")
     args = parser.parse_args()
-    raw = json.loads(args.raw.read_text())
+    args.out.mkdir(parents=True, exist_ok=True)
+    plan_data = json.loads(args.plan.read_text())
+    context = {
+        "table": load_evidence(args.table),
+        "plan": plan_from_json(json.dumps(plan_data.get("plan", plan_data)), str(args.plan)),
+    }
+    entries = [e for e in json.loads((args.models / "models.json").read_text()) if e["ok"]]
+    if args.only:
+        entries = [e for e in entries if e["name"] in args.only.split(",")]
     summary = {}
-    for model, ops in APP_OPS.items():
-        kept = set(ALWAYS) | cudnn_loads(raw, ops)
-        work = args.out / f"libs-{model}"
-        whole = prove(
-            args,
-            model,
-            folder_of(work, args.cuda_lib, args.cudnn_lib, kept),
-            args.out / f"proof-{model}.json",
-        )
-        extra = sorted(kept - set(ALWAYS))
-        dropped = extra[0] if extra else "libcudnn_graph.so.9"
-        less = folder_of(
-            work.with_name(work.name + "-less"), args.cuda_lib, args.cudnn_lib, kept - {dropped}
-        )
-        short = prove(args, model, less, args.out / f"proof-{model}-without-{dropped}.json")
-        summary[model] = {
-            "kept_cudnn": sorted(kept),
-            "ok": whole["ok"],
-            "foreign": whole["foreign"],
-            "without": dropped,
-            "without_ok": short["ok"],
-            "without_foreign": short["foreign"],
-            "without_error": short["error"],
-        }
-    (args.out / "prune-proof.json").write_text(json.dumps(summary, indent=1))
-    print(json.dumps(summary, indent=1))
+    for entry in entries:
+        try:
+            summary[entry["name"]] = one_model(args, entry, context)
+        except Exception as exc:  # one model's trouble must not hide the others' proofs
+            summary[entry["name"]] = {"error": f"{type(exc).__name__}: {exc}"}
+        print(entry["name"], json.dumps(summary[entry["name"]])[:400], file=sys.stderr)
+    (args.out / "prune-proof.json").write_text(json.dumps(summary, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -71,8 +71,17 @@ def build(
         list[Path] | None,
         typer.Option(
             "--model",
-            help="An ONNX model the app runs (repeatable): ship only the cuDNN sub-libraries "
-            "its ops load (docs/pruning.md; needs ort-bundle[models]).",
+            help="An ONNX model the app runs (repeatable): leave out the run-time-loaded "
+            "libraries (cuDNN sub-libraries, cuFFT, NVRTC) its ops never load (docs/pruning.md; "
+            "needs ort-bundle[models]).",
+        ),
+    ] = None,
+    evidence: Annotated[
+        Path | None,
+        typer.Option(
+            "--evidence",
+            help="With --model: the app's own measurement (bundle measure) instead of the "
+            "shipped per-op table; refused when a model, the ORT release or cuDNN differ.",
         ),
     ] = None,
     config: Annotated[
@@ -115,6 +124,8 @@ def build(
         models=tuple(
             picked.pick("models", tuple(model or ()) or None, settings.models or None) or ()
         ),
+        evidence=picked.pick("evidence", evidence, settings.evidence),
+        cuda_options=settings.cuda_options or {},
     )
     result = run_build(options, progress_for)
     typer.echo(views.build_json(result) if as_json else views.build_report(result))

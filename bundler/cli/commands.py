@@ -11,14 +11,14 @@ from typing import Any
 import typer
 import typer.main
 
-from bundler.cli import artifacts, audit, build, inspect, profiles  # noqa: F401 (registers commands)
+from bundler.cli import artifacts, audit, build, inspect, measure, profiles  # noqa: F401 (registers)
 from bundler.cli.app import _debug, app
 from bundler.errors import BundleError, ExitCode
 
 __all__ = ["app", "command", "main"]
 
 # `bundle --help` lists the commands in this order (the modules register them by topic).
-ORDER = ("deps", "audit", "fetch", "build", "msbuild", "scan")
+ORDER = ("deps", "audit", "fetch", "build", "msbuild", "measure", "scan")
 app.registered_commands.sort(
     key=lambda command: ORDER.index(getattr(command.callback, "__name__", ""))
 )

@@ -376,7 +376,7 @@ def pruning_lines(pruning: Pruning, dry_run: bool) -> list[str]:
     if pruning.kept:
         lines.append(f"  kept, their ops load them: {', '.join(pruning.kept)}")
     if pruning.evidence is not None:
-        lines.append(f"  evidence: {pruning.evidence.name} (docs/pruning.md)")
+        lines.append(f"  evidence: {pruning.evidence} (docs/pruning.md)")
     return lines
 
 
@@ -387,7 +387,7 @@ def pruning_json(pruning: Pruning | None) -> dict[str, object] | None:
         "models": [
             {"name": m.path.name, "sha256": m.sha256, "ops": sorted(m.ops)} for m in pruning.models
         ],
-        "evidence": pruning.evidence.name if pruning.evidence else None,
+        "evidence": pruning.evidence,
         "pruned": [dataclasses.asdict(item) for item in pruning.pruned],
         "kept": list(pruning.kept),
         "unknown_ops": list(pruning.unknown_ops),

@@ -11,8 +11,11 @@ needs no flags.
     link = false                       # hard links from the cache instead of copies
     sbom = false                       # also write bundle.cdx.json (CycloneDX)
     archive = "hello.zip"              # also pack the bundle into a .zip or .7z
-    models = ["models/encoder.onnx"]   # the app's ONNX models: ship only the cuDNN
-                                       # sub-libraries their ops load (docs/pruning.md)
+    models = ["models/encoder.onnx"]   # the app's ONNX models: leave out the run-time-
+                                       # loaded libraries they never load (docs/pruning.md)
+    evidence = "app-evidence.json"     # the app's own measurement (bundle measure)
+    cuda_options = { cudnn_conv_algo_search = "DEFAULT" }  # the CUDA EP options the app
+                                       # sets; default: none (ORT's defaults)
 
     [render]                           # the Inno Setup script (setup.iss in the output folder)
     iss = "installer/setup.iss"        # elsewhere; false: no script
@@ -74,10 +77,24 @@ class AppConfig:
     archive: Path | None = None
     gpus: tuple[str, ...] | None = None  # target GPUs (sm_XY), replacing the profile's
     models: tuple[Path, ...] = ()  # the app's ONNX models (pruning)
+    evidence: Path | None = None  # the app's own measurement (bundle measure), for pruning
+    cuda_options: dict[str, str] | None = None  # the CUDA EP options the app sets
     doctor: bool | None = None  # [render] doctor: ship bundle-doctor.exe (default true)
     iss: Path | bool | None = None  # a path, False for none, None for the default place
     installer: IssSettings = field(default_factory=IssSettings)
     postbuild: PostbuildSettings | None = field(default_factory=PostbuildSettings)  # None: off
+
+
+def _cuda_options(build: Table) -> dict[str, str] | None:
+    """[build] cuda_options: the CUDA EP's options as the app sets them (values as strings,
+    as ORT takes them)."""
+    options = build.peek("cuda_options")
+    table = build.table("cuda_options", None)
+    if table is None:
+        return None
+    found = {str(key): str(table.string(key)) for key in dict(options)}
+    table.done()
+    return found
 
 
 def find_config(start: Path) -> Path | None:
@@ -113,6 +130,8 @@ def load_config(path: Path) -> AppConfig:
         archive=_path(base, build.string("archive", None)),
         gpus=build.strings("gpus", None),
         models=tuple(base / item for item in build.strings("models", ())),
+        evidence=_path(base, build.string("evidence", None)),
+        cuda_options=_cuda_options(build),
     )
     render = root.table("render", None)
     if render is not None:

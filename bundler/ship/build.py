@@ -7,7 +7,7 @@ there. Files go first, the lock file last, so the lock always describes complete
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,6 +21,7 @@ from bundler.acquire.artifacts import (
 )
 from bundler.acquire.cache import Cache
 from bundler.acquire.provenance import attach_provenance
+from bundler.appevidence import problems, read_app_evidence
 from bundler.errors import ConfigError, LockMismatchError
 from bundler.evidence import all_evidence
 from bundler.files import as_listed
@@ -38,7 +39,16 @@ from bundler.models import ModelOps, read_model_ops
 from bundler.options import Options
 from bundler.plan import Plan, Status
 from bundler.profiles import Profile, load_profile
-from bundler.prune import Pruning, apply_pruning, cudnn_version, decide, evidence_for
+from bundler.prune import (
+    MeasuredSource,
+    Pruning,
+    TableSource,
+    apply_pruning,
+    cudnn_version,
+    decide,
+    evidence_for,
+    options_mismatch,
+)
 from bundler.render.doctor import write_doctor_data
 from bundler.render.iss import ISS_NAME, IssResult, IssSettings, write_iss
 from bundler.render.postbuild import PostbuildResult, PostbuildSettings, write_postbuild
@@ -96,6 +106,8 @@ class BuildOptions:
     doctor: bool = True  # ship bundle-doctor.exe and bundle-doctor.dat
     gpus: tuple[str, ...] | None = None  # target GPUs; None: the profile's
     models: tuple[Path, ...] = ()  # the app's ONNX models: prune what their ops never load
+    cuda_options: Mapping[str, str] = field(default_factory=dict)  # the app's CUDA EP options
+    evidence: Path | None = None  # the app's own measurement (bundle measure), for pruning
 
     def gpu_targets(self, profile: Profile) -> tuple[str, ...]:
         return self.gpus if self.gpus is not None else profile.gpus
@@ -151,7 +163,7 @@ def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
     plan = apply_vc_runtime_policy(attach_provenance(plan, acquired), mode)
     require_fit(plan, profile)  # a pin of another version than the DLLs import: exit 21
     require_complete(plan)
-    pruning = prune_for(plan, profile, models) if models else None
+    pruning = prune_for(plan, profile, models, options) if models else None
     plan = apply_pruning(plan, pruning) if pruning else plan
     if profile.signatures == "verify":
         from bundler.signatures import verify_vendor_signatures
@@ -168,16 +180,43 @@ def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
     return result
 
 
-def prune_for(plan: Plan, profile: Profile, models: Sequence[ModelOps]) -> Pruning:
-    """The pruning decision for `models`, with the evidence measured for this profile's ORT
-    release and cuDNN (bundler/prune.py)."""
+def prune_for(
+    plan: Plan, profile: Profile, models: Sequence[ModelOps], options: BuildOptions
+) -> Pruning:
+    """The pruning decision for `models` (bundler/prune.py): from the app's own measurement
+    when `options.evidence` names one (refused when it does not fit), else from the evidence
+    table measured for this profile's ORT release and cuDNN, when the app runs the CUDA EP with
+    the options it was measured with."""
     ort = ort_version(profile)
+    if options.evidence is not None:
+        source = measured_source(options.evidence, options.cuda_options, models, profile)
+        return decide(plan, models, source, "")
     evidence = evidence_for(profile, ort, all_evidence())
     why_none = (
         f"no load evidence measured for ORT {ort} with cuDNN {cudnn_version(profile)} "
         "(manifests/evidence/): nothing is pruned"
     )
-    return decide(plan, models, evidence, why_none)
+    if evidence is not None and (mismatch := options_mismatch(evidence, options.cuda_options)):
+        return decide(plan, models, None, mismatch)
+    return decide(plan, models, TableSource(evidence) if evidence else None, why_none)
+
+
+def measured_source(
+    path: Path, cuda_options: Mapping[str, str], models: Sequence[ModelOps], profile: Profile
+) -> MeasuredSource:
+    """The app evidence file at `path` (--evidence), checked against this build: ConfigError
+    naming every mismatch (a model changed, another ORT release or cuDNN, other CUDA EP
+    options than the app declares)."""
+    app = read_app_evidence(path)
+    found = problems(app, models, ort_version(profile) or "", cudnn_version(profile))
+    if cuda_options and dict(cuda_options) != app.provider_options:
+        found.append(
+            f"{app.name} was measured with CUDA EP options {app.provider_options}, the app "
+            f"declares {dict(cuda_options)}: measure again with its --cuda-option."
+        )
+    if found:
+        raise ConfigError(f"--evidence {path}: " + " ".join(found))
+    return MeasuredSource(app)
 
 
 def _deploy(
