@@ -83,6 +83,7 @@ def test_a_row_is_the_union_of_its_configurations_and_says_they_differ() -> None
     assert rows["Relu"] == {
         "loads": ["cudnn64_9.dll"], "configurations": 2, "config_dependent": False,
         "model": "2 configurations", "failed": 0, "cpu_only": False,
+        "by_type": {"float": ["cudnn64_9.dll"]},
     }  # fmt: skip
     assert table.cudnn_text(91300) == "9.13.0"
 
