@@ -16,13 +16,15 @@ and its limits.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from bundler.manifest import Table, load_toml
 from bundler.resources import manifests_dir
 
+_V = TypeVar("_V")
 MEASURED = "measured"
 BASES = (MEASURED, "cpu-only", "folded")
 
@@ -177,11 +179,21 @@ def load_evidence(path: Path, fusions: tuple[Fusion, ...] | None = None) -> Evid
 
 def _options(table: Table) -> dict[str, str]:
     """The CUDA EP options the table was measured with ({}: the defaults), as strings."""
-    options = table.peek("provider_options")
-    sub = table.table("provider_options", None)
+    return _each(table, "provider_options", lambda sub, key: str(sub.string(key)))
+
+
+def _by_type(table: Table) -> dict[str, tuple[str, ...]]:
+    """A row's loads per element type ({}: the row does not tell them apart)."""
+    return _each(table, "by_type", lambda sub, key: tuple(sub.strings(key)))
+
+
+def _each(table: Table, key: str, read: Callable[[Table, str], _V]) -> dict[str, _V]:
+    """The optional sub-table `key`, each of its keys read with `read`."""
+    keys = dict(table.peek(key) or {})
+    sub = table.table(key, None)
     if sub is None:
         return {}
-    found = {str(key): str(sub.string(key)) for key in dict(options)}
+    found = {str(name): read(sub, name) for name in keys}
     sub.done()
     return found
 
@@ -205,16 +217,6 @@ def _op_row(table: Table) -> OpLoads:
 def _both(one: frozenset[str], other: frozenset[str]) -> frozenset[str]:
     """Two sources' types; empty ("unknown") when either is unknown."""
     return one | other if one and other else frozenset()
-
-
-def _by_type(table: Table) -> dict[str, tuple[str, ...]]:
-    raw = table.peek("by_type")
-    sub = table.table("by_type", None)
-    if sub is None:
-        return {}
-    found = {str(kind): tuple(sub.strings(kind)) for kind in dict(raw)}
-    sub.done()
-    return found
 
 
 def load_fusions(path: Path | None = None) -> tuple[Fusion, ...]:

@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -346,6 +347,15 @@ def bert_layer(path: Path, hidden: int = 16, heads: int = 2, seq: int = 8) -> Pa
     return path
 
 
+def dry_run_pruning(cache: Path, tmp_path: Path, *extra: str) -> dict[str, Any]:
+    """`bundle build --dry-run --json` of examples/hello for ORT 1.31.1: its pruning decision."""
+    args = [str(HELLO), "--ort", ORT, "--out", str(tmp_path / "dist"), "--cache-dir", str(cache)]
+    built = bundle("build", *args, *extra, "--dry-run", "--json")
+    assert built.returncode == 0, built.stderr
+    pruning: dict[str, Any] = json.loads(built.stdout)["pruning"]
+    return pruning
+
+
 @pytest.fixture(scope="module")
 def bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return bert_layer(tmp_path_factory.mktemp("bert") / "bert_encoder.onnx")
@@ -358,18 +368,7 @@ def test_the_shipped_table_leaves_out_what_a_bert_encoder_never_loads(
     """Issue 28's gain, with the measured 1.31.1 table: every cuDNN sub-library, cuFFT and NVRTC
     go. The Attention a session may fuse MatMul and Softmax into loads the cuDNN engines, the
     heuristic and NVRTC in float16, and nothing more in float, and this model is float."""
-    args = [
-        str(HELLO),
-        "--ort",
-        ORT,
-        "--out",
-        str(tmp_path / "dist"),
-        "--cache-dir",
-        str(gpu_cache),
-    ]
-    built = bundle("build", *args, "--model", str(bert), "--dry-run", "--json")
-    assert built.returncode == 0, built.stderr
-    pruning = json.loads(built.stdout)["pruning"]
+    pruning = dry_run_pruning(gpu_cache, tmp_path, "--model", str(bert))
     assert pruning["evidence"] == "ort-1.31.1-cuda13.toml"
     left_out = {item["name"] for item in pruning["pruned"]}
     assert left_out == SUBS | {CUFFT} | NVRTC
@@ -394,18 +393,7 @@ def test_the_same_encoder_in_float16_keeps_what_cudnns_flash_attention_loads(
             tensor.CopyFrom(numpy_helper.from_array(half, tensor.name))
     onnx_model.graph.output[0].type.tensor_type.elem_type = TensorProto.FLOAT16
     onnx.save(onnx_model, str(path))
-    args = [
-        str(HELLO),
-        "--ort",
-        ORT,
-        "--out",
-        str(tmp_path / "dist"),
-        "--cache-dir",
-        str(gpu_cache),
-    ]
-    built = bundle("build", *args, "--model", str(path), "--dry-run", "--json")
-    assert built.returncode == 0, built.stderr
-    kept = set(json.loads(built.stdout)["pruning"]["kept"])
+    kept = set(dry_run_pruning(gpu_cache, tmp_path, "--model", str(path))["kept"])
     assert {"cudnn_engines_precompiled64_9.dll", "cudnn_heuristic64_9.dll"} | NVRTC <= kept
 
 
@@ -431,20 +419,9 @@ def test_the_apps_own_measurement_prunes_what_it_never_loaded(
     measured = json.loads(PROOF_MEASURED.read_text())
     [real] = [m for m in measured["models"] if m["name"] == "bert_encoder.onnx"]
     evidence = app_evidence(tmp_path / "app-evidence.json", bert, tuple(real["loaded"]))
-    args = [
-        str(HELLO),
-        "--ort",
-        ORT,
-        "--out",
-        str(tmp_path / "dist"),
-        "--cache-dir",
-        str(gpu_cache),
-    ]
-    built = bundle(
-        "build", *args, "--model", str(bert), "--evidence", str(evidence), "--dry-run", "--json"
+    pruning = dry_run_pruning(
+        gpu_cache, tmp_path, "--model", str(bert), "--evidence", str(evidence)
     )
-    assert built.returncode == 0, built.stderr
-    pruning = json.loads(built.stdout)["pruning"]
     left_out = {item["name"] for item in pruning["pruned"]}
     assert left_out == SUBS | {CUFFT} | NVRTC
     assert pruning["evidence"] == "app-evidence.json"

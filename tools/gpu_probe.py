@@ -85,6 +85,9 @@ LEVELS = {
 APPS = ("transformer", "conv")
 OPTIONS_ENV = "GPU_PROBE_OPTIONS"  # the CUDA EP's options for a child, as a JSON object
 SCRIPT = Path(__file__).resolve()
+# bundle measure's measuring child: standard library only, like this script
+sys.path.insert(0, str(SCRIPT.parent.parent / "bundler" / "measure"))
+import child as measuring  # noqa: E402
 
 Spec = tuple[Any, ...]  # a graph input: (name, shape) or (name, shape, element type)
 Out = str | tuple[str, int]  # a graph output: name (float) or (name, element type)
@@ -356,46 +359,15 @@ def models(folder: Path, names: Iterable[str] | None = None) -> dict[str, Path]:
 
 
 def _mapped() -> set[str]:
-    """Paths of the shared objects mapped into this process (/proc/self/maps)."""
-    found: set[str] = set()
-    with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
-        for line in maps:
-            fields = line.rstrip("\n").split(maxsplit=5)
-            if len(fields) < 6:
-                continue
-            path = fields[5].removesuffix(" (deleted)")
-            base = os.path.basename(path)
-            if base.endswith(".so") or ".so." in base:
-                found.add(path)
-    return found
-
-
-_NUMPY_TYPES = {
-    "tensor(float)": "float32",
-    "tensor(float16)": "float16",
-    "tensor(double)": "float64",
-    "tensor(bool)": "bool",
-    "tensor(int64)": "int64",
-    "tensor(int32)": "int32",
-    "tensor(int8)": "int8",
-    "tensor(uint8)": "uint8",
-}
+    """Paths of the shared objects mapped into this process (/proc/self/maps), as bundle
+    measure's child reads them."""
+    return set(measuring.loaded_modules())
 
 
 def _feeds(np: Any, session: Any) -> dict[str, Any]:
-    """Seeded random inputs: floats in [0.5, 1.5) (Log, Sqrt, Pow stay finite), ints 0 or 1."""
-    rng = np.random.default_rng(0)
-    feeds: dict[str, Any] = {}
-    for arg in session.get_inputs():
-        shape = [d if isinstance(d, int) else 1 for d in arg.shape]
-        kind = _NUMPY_TYPES.get(arg.type, "float32")
-        if kind == "bool":
-            feeds[arg.name] = rng.random(shape) > 0.5
-        elif kind.startswith("float"):
-            feeds[arg.name] = (rng.random(shape) + 0.5).astype(kind)
-        else:
-            feeds[arg.name] = rng.integers(0, 2, size=shape).astype(kind)
-    return feeds
+    """Seeded random inputs, as bundle measure's child makes them: floats in [0.5, 1.5) (Log,
+    Sqrt, Pow stay finite), ints 0 or 1; dynamic dimensions 1."""
+    return dict(measuring.feeds(np, session.get_inputs(), {}))
 
 
 def _options(ort: Any, level: str, profile_prefix: str | None = None) -> Any:
