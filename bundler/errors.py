@@ -36,6 +36,7 @@ class ExitCode(IntEnum):
     BUILD_MISMATCH = 21  # a profile or flavour does not fit the ORT build (CUDA major, imports)
     DOCTOR_DATA = 22  # bundle-doctor.exe: its data file is missing, truncated or edited
     MEASURE_FAILED = 23  # bundle measure: a model failed, crashed, timed out or left the provider
+    CATALOGUE_BEHIND = 24  # bundle profiles outdated: the index has releases no profile covers
 
 
 class BundleError(Exception):

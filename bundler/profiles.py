@@ -16,10 +16,18 @@ from typing import Any, TypeGuard
 from bundler import resources
 from bundler.errors import ProfileError
 from bundler.manifest import Table, load_toml
+from bundler.profile_names import (
+    LATEST,
+    RELEASE,
+    Shipped,
+    no_gpu_profile,
+    release_of,
+    unknown_profile,
+)
+from bundler.validate import VC_RUNTIME_MODES
 
 DEFAULT_PROFILE = "ort-1.19.2-gpu-cuda12"
 ARCHITECTURES = ("x86", "x64", "arm64")
-VC_RUNTIME_MODES = ("app-local", "installer")
 SIGNATURE_MODES = ("off", "verify")
 # NVIDIA's DLL names carry the version they belong to: cudart64_12, cudart64_110 (CUDA 11.0),
 # cudnn_ops64_9, cudnn_ops_infer64_8, nvrtc64_120_0, nvrtc-builtins64_124. family = the name up
@@ -195,40 +203,41 @@ def available_profiles() -> dict[str, Path]:
 
 def load_profile(name_or_path: str) -> Profile:
     """Load a shipped profile by name, or a profile file by path (a custom profile), or an ORT
-    release ("1.31.1"): that release's shipped GPU profile."""
+    release ("1.31.1"): that release's shipped GPU profile, or `latest`: the newest of those."""
     candidate = Path(name_or_path)
     if candidate.suffix == ".toml" and candidate.is_file():
         return load_profile_file(candidate)
     known = available_profiles()
-    if _RELEASE.fullmatch(name_or_path):
-        return load_profile_file(known[release_profile(name_or_path, known)])
-    if name_or_path not in known:
-        names = ", ".join(known) or "(none)"
-        raise ProfileError(
-            f"unknown profile '{name_or_path}'; available: {names} "
-            "(or give the path of a profile .toml file)."
-        )
-    return load_profile_file(known[name_or_path])
+    return load_profile_file(known[shipped_name(name_or_path, known)])
 
 
-_RELEASE = re.compile(r"\d+\.\d+\.\d+")
+def shipped_name(name: str, known: dict[str, Path]) -> str:
+    """The shipped profile `name` means: itself, a release's GPU profile, or `latest`'s; a
+    ProfileError with a suggestion (not the whole list) when none fits."""
+    shipped = Shipped(tuple(known))
+    if name == LATEST:
+        return shipped.latest_gpu()
+    if RELEASE.fullmatch(name):
+        return release_profile(name, known)
+    if name not in known:
+        raise ProfileError(unknown_profile(name, shipped))
+    return name
 
 
 def release_profile(release: str, known: dict[str, Path]) -> str:
     """The GPU profile of an ORT release (ort-1.31.1-gpu-cuda13), the one a user of
     onnxruntime-gpu means by the release."""
-    gpu = re.compile(rf"ort-{re.escape(release)}-gpu-cuda\d+")
-    found = [name for name in known if gpu.fullmatch(name)]
-    if len(found) == 1:
-        return found[0]
-    releases = sorted(
-        {name.split("-")[1] for name in known if re.fullmatch(r"ort-[\d.]+-gpu-cuda\d+", name)},
-        key=lambda text: tuple(int(part) for part in text.split(".")),
-    )
-    raise ProfileError(
-        f"no shipped GPU profile for ORT {release}; releases with one: {', '.join(releases)}. "
-        f"Derive one with: bundle profiles new --ort {release} --out ort-{release}-gpu.toml"
-    )
+    shipped = Shipped(tuple(known))
+    found = shipped.gpu_profile(release)
+    if found is None:
+        raise ProfileError(no_gpu_profile(release, shipped))
+    return found
+
+
+def latest_gpu_release() -> str:
+    """`--ort latest` where a release is wanted (bundle measure): the newest release with a
+    shipped GPU profile."""
+    return release_of(Shipped(tuple(available_profiles())).latest_gpu())
 
 
 def load_profile_file(path: Path) -> Profile:

@@ -390,12 +390,6 @@ void check_driver_and_gpus(Doctor *doctor)
 
 /* --- 4. shadowing -------------------------------------------------------------------------- */
 
-static int is_vc_runtime(const char *name)
-{
-    return _strnicmp(name, "msvcp140", 8) == 0 || _strnicmp(name, "vcruntime140", 12) == 0 ||
-           _stricmp(name, "concrt140.dll") == 0 || _stricmp(name, "vcomp140.dll") == 0;
-}
-
 /* The DLL names in HKLM\...\Session Manager\KnownDLLs: for these Windows maps its own System32
  * copy, whatever folder the process asks for. */
 static int is_known_dll(const char *name)
@@ -517,7 +511,7 @@ void check_shadowing(Doctor *doctor)
         Finding *finding = NULL;
         wchar_t *system_copy = join(system_folder(), name);
         int known = is_known_dll(name);
-        if (known || !is_vc_runtime(name))
+        if (known || !data_is_vc_runtime(data, name))
             shadow_place(&finding, doctor, rec, system_copy, "System32");
         if (known && finding) {
             char *message = xprintf("%s; KnownDLLs lists %s, so Windows loads System32's copy "
@@ -525,7 +519,7 @@ void check_shadowing(Doctor *doctor)
             free(finding->message);
             finding->message = message;
         }
-        if (!is_vc_runtime(name))
+        if (!data_is_vc_runtime(data, name))
             shadow_path_folders(&finding, doctor, rec);
         free(system_copy);
     }
@@ -603,23 +597,49 @@ static void vc_floor(Doctor *doctor, const wchar_t *path, const char *shown, con
         finding_file(f, shown);
 }
 
+/* The VC++ runtime DLLs the bundle's DLLs import (each once): with vc_runtime = installer,
+ * vc_redist.x64.exe must have put them in System32. */
+static void vc_imports(const Data *data, char ***needed, size_t *n_needed)
+{
+    for (size_t i = 0; i < data->n_imports; i++) {
+        if (strcmp(data->imports[i].names, "-") == 0)
+            continue;
+        char *names = xstrdup(data->imports[i].names);
+        for (char *next, *name = names; name; name = next) {
+            next = strchr(name, ',');
+            if (next)
+                *next++ = '\0';
+            int seen = !data_is_vc_runtime(data, name);
+            for (size_t k = 0; k < *n_needed && !seen; k++)
+                seen = _stricmp((*needed)[k], name) == 0;
+            if (!seen)
+                *GROW(*needed, *n_needed) = xstrdup(name);
+        }
+        free(names);
+    }
+}
+
 void check_vc_runtime(Doctor *doctor)
 {
     const Data *data = doctor->data;
     if (!data->vc_mode || strcmp(data->vc_min, "-") == 0)
         return;
     if (strcmp(data->vc_mode, "installer") == 0) {
-        static const char *const names[] = {"vcruntime140.dll", "msvcp140.dll"};
-        for (size_t i = 0; i < 2; i++) {
-            wchar_t *path = join(system_folder(), names[i]);
-            vc_floor(doctor, path, names[i], "System32");
+        char **needed = NULL;
+        size_t n_needed = 0;
+        vc_imports(data, &needed, &n_needed);
+        for (size_t i = 0; i < n_needed; i++) {
+            wchar_t *path = join(system_folder(), needed[i]);
+            vc_floor(doctor, path, needed[i], "System32");
             free(path);
+            free(needed[i]);
         }
+        free(needed);
         return;
     }
     for (size_t i = 0; i < data->n_files; i++) {
         const char *path = data->files[i].path;
-        if (!is_vc_runtime(base_name(path)))
+        if (!data_is_vc_runtime(data, base_name(path)))
             continue;
         wchar_t *full = bundle_path(data, path);
         if (is_file(full)) /* absent: BA402 says so */
@@ -639,9 +659,9 @@ static const ImportsRec *imports_of(const Data *data, const char *name)
 }
 
 /* Windows provides `name`: an API set, a file in System32, or a DLL the loader finds there. */
-static int system_provides(const char *name)
+static int system_provides(const Data *data, const char *name)
 {
-    if (_strnicmp(name, "api-ms-", 7) == 0 || _strnicmp(name, "ext-ms-", 7) == 0)
+    if (data_is_api_set(data, name))
         return 1;
     wchar_t *path = join(system_folder(), name);
     int found = is_file(path);
@@ -691,7 +711,7 @@ static void missing_imports(Doctor *doctor, const char *root, Finding *finding)
                 *GROW(queue, n) = (Node){xstrdup(name), (int)head};
                 continue;
             }
-            if (system_provides(name))
+            if (system_provides(data, name))
                 continue;
             char *chain = xstrdup(name);
             for (int at = (int)head; at >= 0; at = queue[at].parent) {

@@ -209,7 +209,8 @@ static int is_name_list(const char *text)
 /* --- records ------------------------------------------------------------------------------ */
 
 enum Kind {
-    TOOL = 1, PROFILE, ORT, VC_RUNTIME, DRIVER, CHECK, FILE_, VERSION, LOAD, PRUNED, IMPORTS, GPU
+    TOOL = 1, PROFILE, ORT, VC_RUNTIME, VC_DLL, API_SET, DRIVER, CHECK, FILE_, VERSION, LOAD,
+    PRUNED, IMPORTS, GPU
 };
 
 static const struct {
@@ -218,7 +219,8 @@ static const struct {
     int once;   /* may appear at most once */
 } KINDS[] = {
     [TOOL] = {"tool", 2, 1},         [PROFILE] = {"profile", 2, 1}, [ORT] = {"ort", 2, 1},
-    [VC_RUNTIME] = {"vc_runtime", 3, 1}, [DRIVER] = {"driver", 4, 1}, [CHECK] = {"check", 5, 0},
+    [VC_RUNTIME] = {"vc_runtime", 3, 1}, [VC_DLL] = {"vc_dll", 2, 0},
+    [API_SET] = {"api_set", 2, 0},   [DRIVER] = {"driver", 4, 1}, [CHECK] = {"check", 5, 0},
     [FILE_] = {"file", 5, 0},        [VERSION] = {"version", 3, 0}, [LOAD] = {"load", 2, 0},
     [PRUNED] = {"pruned", 2, 0},     [IMPORTS] = {"imports", 3, 0}, [GPU] = {"gpu", 4, 0},
 };
@@ -246,6 +248,16 @@ static char *take_record(Data *data, int kind, char **f)
             return xprintf("the VC++ runtime floor '%s' is not a version or -", f[2]);
         data->vc_mode = xstrdup(f[1]);
         data->vc_min = xstrdup(f[2]);
+        return NULL;
+    case VC_DLL:
+        if (!is_file_name(f[1]))
+            return xprintf("'%s' is not a plain DLL file name (a vc_dll record)", f[1]);
+        *GROW(data->vc_dlls, data->n_vc_dlls) = xstrdup(f[1]);
+        return NULL;
+    case API_SET:
+        if (!*f[1] || strpbrk(f[1], "/\\: "))
+            return xprintf("'%s' is not an API set name prefix (e.g. api-ms-)", f[1]);
+        *GROW(data->api_sets, data->n_api_sets) = xstrdup(f[1]);
         return NULL;
     case DRIVER:
         if (!*f[1] || strpbrk(f[1], "/\\:") || !all_digits(f[2]) || strlen(f[2]) > 3 ||
@@ -437,4 +449,20 @@ int data_load(const wchar_t *file, Data *data, char **problem)
         *problem = parse(data, text, n);
     free(text);
     return *problem == NULL;
+}
+
+int data_is_vc_runtime(const Data *data, const char *name)
+{
+    for (size_t i = 0; i < data->n_vc_dlls; i++)
+        if (_stricmp(name, data->vc_dlls[i]) == 0)
+            return 1;
+    return 0;
+}
+
+int data_is_api_set(const Data *data, const char *name)
+{
+    for (size_t i = 0; i < data->n_api_sets; i++)
+        if (_strnicmp(name, data->api_sets[i], strlen(data->api_sets[i])) == 0)
+            return 1;
+    return 0;
 }

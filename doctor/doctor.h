@@ -5,6 +5,7 @@
  * loader's verdict). Shared declarations of the three translation units:
  *   bundle-doctor.c  command line, report (text and JSON), exit codes
  *   data.c           the data file (version 1): parse, validate, SHA-256 via CNG
+ *   findings.c       the findings the checks add and the report prints
  *   checks.c         the checks, each adding findings
  */
 #ifndef BUNDLE_DOCTOR_H
@@ -73,6 +74,10 @@ typedef struct {
     wchar_t *folder; /* the bundle folder: the data file's folder, no trailing '\' */
     char *tool, *profile, *ort;
     char *vc_mode, *vc_min; /* NULL without a vc_runtime record; vc_min "-" for no floor */
+    char **vc_dlls; /* the VC++ runtime's DLL names (vc_dll records: bundle's one list) */
+    size_t n_vc_dlls;
+    char **api_sets; /* name prefixes the loader resolves as API sets (api_set records) */
+    size_t n_api_sets;
     char *driver_dll, *driver_min;
     int cuda_major; /* meaningful only with driver_dll */
     CheckRow *checks;
@@ -94,6 +99,10 @@ typedef struct {
 /* Reads and validates `file`. On any problem returns 0 and sets *problem to one sentence
  * (malloc'ed) saying what is wrong and what to do. */
 int data_load(const wchar_t *file, Data *data, char **problem);
+
+/* Whether `name` (a plain DLL name) is a VC++ runtime DLL, or an API set, by the data file. */
+int data_is_vc_runtime(const Data *data, const char *name);
+int data_is_api_set(const Data *data, const char *name);
 
 /* SHA-256 of a buffer or of a whole file (read in chunks), lowercase hex into out[65].
  * Return 0 on success, else a Win32 / NTSTATUS-derived error number. */

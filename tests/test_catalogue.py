@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from bundler.errors import ExitCode
 from bundler.profiles import available_profiles, load_profile, load_profile_file
 from bundler.rules.derive.catalogue import entry
 from bundler.rules.derive.flavours import available_flavours, load_flavour
@@ -192,14 +193,18 @@ def outdated(index: str) -> tuple[dict[str, object], int]:
 def test_a_catalogue_that_covers_the_index_is_current(http_server: HttpServer) -> None:
     data, code = outdated(catalogue_index(http_server, {}))
     assert code == 0
-    assert data["current"] is True, data
+    assert data["current"] is True and data["behind"] == 0, data
     assert data["missing_releases"] == [] and data["newer_components"] == []
+    text = run_bundle("profiles", "outdated", "--index-url", str(data["index_url"]), "--allow-http")
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.splitlines()[-1].startswith("the catalogue is current: "), text.stdout
 
 
 def test_one_release_newer_than_the_catalogue_is_reported(http_server: HttpServer) -> None:
     extra = {"onnxruntime-gpu": ["1.33.0", "1.33.0rc1"], "nvidia-cudnn-cu13": ["9.99.0.1"]}
     data, code = outdated(catalogue_index(http_server, extra))
-    assert code == 0 and data["current"] is False
+    assert code == ExitCode.CATALOGUE_BEHIND == 24
+    assert data["current"] is False and data["behind"] == 2
     assert data["missing_releases"] == [
         {
             "package": "onnxruntime-gpu",
@@ -213,8 +218,39 @@ def test_one_release_newer_than_the_catalogue_is_reported(http_server: HttpServe
     assert components[0]["package"] == "nvidia-cudnn-cu13"
     assert components[0]["newest"] == "9.99.0.1"
     text = run_bundle("profiles", "outdated", "--index-url", str(data["index_url"]), "--allow-http")
+    assert text.returncode == 24, text.stderr
     assert "MISSING PROFILES (1):" in text.stdout
     assert "onnxruntime-gpu 1.33.0: bundle profiles new --ort 1.33.0" in text.stdout
+    verdict = text.stdout.splitlines()[-1]
+    assert verdict.startswith("the catalogue is behind: 2 releases not covered (1 ORT, 1 "), verdict
+    assert verdict.endswith("(exit 24)"), verdict
+
+
+def test_ep_packs_are_listed_with_their_newest_windows_release(http_server: HttpServer) -> None:
+    """The plugin EPs on the index, newest Windows release each (a newer Linux-only or yanked
+    release does not count); one the index lacks is listed as absent; none makes the catalogue
+    behind."""
+    rtx, openvino = "onnxruntime-ep-nv-tensorrt-rtx-cu13", "onnxruntime-ep-openvino"
+    files = [_wheel(rtx, "0.4.0"), _wheel(rtx, "0.5.0")]
+    files.append({**_wheel(rtx, "0.6.0"), "yanked": True})
+    linux = _wheel(rtx, "0.7.0")
+    linux["filename"] = str(linux["filename"]).replace("win_amd64", "manylinux_2_28_x86_64")
+    page = {"meta": {"api-version": "1.1"}, "name": rtx, "files": [*files, linux]}
+    http_server.serve_bytes(f"/simple/{rtx}/", json.dumps(page).encode())
+    http_server.serve_bytes(f"/simple/{openvino}/", _page(openvino, ["1.0.0", "1.2.0"]))
+    data, code = outdated(catalogue_index(http_server, {}))
+    assert code == 0 and data["current"] is True, data
+    packs = {pack["package"]: pack for pack in data["ep_packs"]}  # type: ignore[attr-defined]
+    assert packs[rtx] == {"package": rtx, "newest": "0.5.0", "listed": True}
+    assert packs[openvino]["newest"] == "1.2.0"
+    webgpu = packs["onnxruntime-ep-webgpu"]
+    assert webgpu["newest"] is None and webgpu["listed"] is False
+    assert set(packs) >= {"onnxruntime-ep-nv-tensorrt-rtx-cu12"}
+    text = run_bundle("profiles", "outdated", "--index-url", str(data["index_url"]), "--allow-http")
+    lines = text.stdout.splitlines()
+    start = lines.index("EP packs (not yet in any profile):")
+    assert f"  {rtx}: 0.5.0" in lines[start:] and f"  {openvino}: 1.2.0" in lines[start:]
+    assert "  onnxruntime-ep-webgpu: not on this index" in lines[start:]
 
 
 def test_an_unreachable_index_is_a_fetch_error(

@@ -139,26 +139,8 @@ def run(
     """bundle-doctor.exe under Wine, run from its folder, the stand-in driver told what to be.
     `path`: Windows folders Wine puts in front of the process's PATH (WINEPATH); without it the
     PATH is the prefix's own (System32, the Windows folder, ...)."""
-    wine.start()
-    env = wine.env(WINEDEBUG="-all", WINEDLLOVERRIDES=overrides)
-    for name, value in (
-        ("BUNDLE_STANDIN_GPUS", gpus),
-        ("BUNDLE_STANDIN_CUDA", cuda),
-        ("WINEPATH", path),
-    ):
-        env.pop(name, None)
-        if value is not None:
-            env[name] = value
-    return subprocess.run(
-        ["wine", str(exe), *args],
-        cwd=exe.parent,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        errors="replace",
-        timeout=300,
-    )
+    told = {"BUNDLE_STANDIN_GPUS": gpus, "BUNDLE_STANDIN_CUDA": cuda, "WINEPATH": path}
+    return wine.program(exe, *args, cwd=exe.parent, overrides=overrides, env=told, timeout=300)
 
 
 def report(wine: Wine, exe: Path, *args: str, **kwargs: Any) -> tuple[dict[str, Any], int]:

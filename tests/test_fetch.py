@@ -133,7 +133,10 @@ def test_export_then_offline_mirror_in_a_fresh_cache(real_dlls: RealDlls, tmp_pa
 def test_offline_without_mirror_fails_with_exit_8(tmp_path: Path) -> None:
     result = fetch("--profile", CPU, "--cache-dir", str(tmp_path / "c"), "--offline")
     assert result.returncode == 8
-    assert "network disabled by --offline" in result.stderr
+    # every artifact the cache lacks is named, with its archives' file names, in one line
+    assert f"--offline: 2 of the 2 artifacts of {CPU} are not in the cache" in result.stderr
+    assert "onnxruntime-1.19.2-cp311-cp311-win_amd64.whl" in result.stderr
+    assert "msvc-runtime 14.44.35112" in result.stderr
     assert result.stderr.count("\n") == 1
 
 

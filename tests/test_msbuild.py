@@ -357,6 +357,19 @@ def test_a_second_run_changes_nothing(tiny: Tiny, tiny_folder: Path) -> None:
     assert {name: (tiny_folder / name).read_bytes() for name in posts} == posts
 
 
+def test_a_run_as_json_says_what_the_text_says(tiny: Tiny, tiny_folder: Path) -> None:
+    """--json: the folder, the counters, the files written and the lock, with a schema."""
+    again = msbuild(*tiny.args(tiny_folder.parent.parent / "cache", tiny_folder, "--json"))
+    assert again.returncode == 0, again.stderr
+    data = json.loads(again.stdout)
+    assert data["schema_version"] == 1 and data["out"] == str(tiny_folder)
+    assert data["counters"]["skipped"] == 11 and data["changed"] == []
+    assert [Path(path).name for path in data["msbuild_files"]] == [PROPS_NAME, TARGETS_NAME]
+    assert data["lock_file"] == str(tiny_folder / "bundle.lock.json")
+    assert Path(data["postbuild"]["script"]).name == POSTBUILD_NAME
+    assert {item["name"] for item in data["lock"]["files"]} >= {"bin/onnxruntime.dll"}
+
+
 def test_files_an_earlier_run_wrote_and_no_longer_needed_are_removed(
     tiny: Tiny, tmp_path: Path
 ) -> None:

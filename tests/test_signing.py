@@ -98,7 +98,7 @@ def config(folder: Path, sign: str) -> Path:
 @pytest.mark.parametrize(
     ("sign", "message"),
     [
-        ('tool = "gpg"\ncertificate = "a.pfx"\n', "tool 'gpg' is not one of"),
+        ('tool = "gpg"\ncertificate = "a.pfx"\n', '[sign] tool = "gpg": not a sign tool'),
         ('tool = "osslsigncode"\n', "needs certificate"),
         (
             'tool = "signtool"\ncertificate = "a.pfx"\npassword = "hunter2"\n',

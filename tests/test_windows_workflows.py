@@ -548,16 +548,8 @@ class ReadmePython(WinPython):
 
     def script(self, name: str, *args: str) -> subprocess.CompletedProcess[str]:
         """A console script pip installed into Scripts\\ (bundle.exe), run as a user does."""
-        self.wine.start()
-        return subprocess.run(
-            ["wine", str(self.exe.parent / "Scripts" / name), *args],
-            env=self.environment({"BUNDLE_TEST_PYTHONPATH": "", "BUNDLE_DEBUG": ""}),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            encoding="utf-8",
-            errors="replace",
-            timeout=600,
-        )
+        extra = self.extras({"BUNDLE_TEST_PYTHONPATH": "", "BUNDLE_DEBUG": ""})
+        return self.wine.program(self.exe.parent / "Scripts" / name, *args, env=extra, timeout=600)
 
 
 # The embeddable build's ._pth file makes CPython ignore PYTHONPATH, which python.org's

@@ -2,7 +2,8 @@
 
 The commands are discovered from the CLI itself (bundler.cli.app, walked recursively), so a new
 command, option or help text shows up here without editing this file. Help is plain text at a
-fixed width (100 columns, no colour, no rich boxes), so the page is the same on every machine.
+fixed width (80 columns, no colour, no rich boxes), so the page is the same on every machine
+and the docs site shows it without horizontal scrolling.
 
     python tools/usage.py            # print the page
     python tools/usage.py --write    # write it to docs/usage.md
@@ -24,7 +25,7 @@ from typing import Any
 os.environ["TYPER_USE_RICH"] = "0"
 os.environ["NO_COLOR"] = "1"
 os.environ["TERM"] = "dumb"
-os.environ["COLUMNS"] = str(WIDTH := 100)
+os.environ["COLUMNS"] = str(WIDTH := 80)
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -45,9 +46,9 @@ USAGE_MD = REPO / "docs" / "usage.md"
 HEADER = """\
 # Usage
 
-The `--help` of every `bundle` command and sub-command. This page is generated from the command
-line itself by `python tools/usage.py --write`; do not edit it by hand (a test fails when it
-differs from the CLI's help).
+The `--help` of every `bundle` command and sub-command. This page is generated
+from the command line itself by `python tools/usage.py --write`; do not edit it
+by hand (a test fails when it differs from the CLI's help).
 """
 
 

@@ -41,8 +41,8 @@ from bundler.profiles import (
     has_sdk,
     matches,
 )
+from bundler.validate import SOURCE_MODES
 
-SOURCE_MODES = ("auto", "url", "pip", "dir")
 ProgressFactory = Callable[[str, int | None], ProgressCallback | None]
 
 
@@ -89,7 +89,7 @@ def acquire_profile(
     acquirer = Acquirer(profile, cache, options, progress)
     if options.verify:
         acquirer.verify_cached()
-    return acquirer.unpack([acquirer.get(artifact) for artifact in profile.artifacts])
+    return acquirer.unpack(acquirer.get_all(profile.artifacts))
 
 
 @dataclass(frozen=True)
@@ -167,6 +167,35 @@ class Acquirer:
             self._acquired(item, next(trees)) if isinstance(item, _Archive) else item
             for item in outcomes
         ]
+
+    def get_all(self, artifacts: Sequence[Artifact]) -> list[Acquired | _Archive]:
+        """Every artifact (`get`); with --offline, every one the cache, the mirror folders and
+        the local installs lack is named in one error, not only the first."""
+        if not self.options.offline:
+            return [self.get(artifact) for artifact in artifacts]
+        outcomes: list[Acquired | _Archive] = []
+        missing: list[Artifact] = []
+        for artifact in artifacts:
+            try:
+                outcomes.append(self.get(artifact))
+            except FetchError:
+                missing.append(artifact)
+        if missing:
+            raise self._offline_failure(missing)
+        return outcomes
+
+    def _offline_failure(self, missing: Sequence[Artifact]) -> FetchError:
+        names = ", ".join(
+            f"{artifact.name} {artifact.version} ({' or '.join(_archive_names(artifact))})"
+            for artifact in missing
+        )
+        return FetchError(
+            f"--offline: {len(missing)} of the {len(self.profile.artifacts)} artifacts of "
+            f"{self.profile.name} are not in the cache {self.cache.root}, and no mirror folder "
+            f"or local install has them: {names}; fetch them once with the network (bundle "
+            f"fetch --profile {self.profile.name}, with the same --cache-dir), or pass --mirror "
+            "DIR with these files in DIR."
+        )
 
     def get(self, artifact: Artifact) -> Acquired | _Archive:
         """Cache, then every mirror for every allowed archive source, then the sources
@@ -424,6 +453,16 @@ def pinned_location(source: UrlSource | PipSource) -> str:
     if isinstance(source, PipSource):
         return f"pip:{source.package}=={source.version}"
     return source.url
+
+
+def _archive_names(artifact: Artifact) -> list[str]:
+    """The file names the artifact's archives have (a mirror folder holds them by name)."""
+    names = [
+        _filename(source)
+        for source in artifact.sources
+        if isinstance(source, UrlSource | PipSource)
+    ]
+    return list(dict.fromkeys(names)) or ["a local install"]
 
 
 def _filename(source: UrlSource | PipSource) -> str:

@@ -40,6 +40,7 @@ from bundler.findings import SEVERITY_ORDER, Finding, Severity
 from bundler.plan import Plan, PlanFile, Status
 from bundler.profiles import Artifact, Profile, matches
 from bundler.render.engine import render, write_text
+from bundler.vcruntime import VC_RUNTIME_DLLS
 
 TEMPLATE = "audit.html.j2"
 
@@ -235,7 +236,7 @@ COMPONENTS = (
     Component(
         "VC++ runtime",
         "#8e24aa",
-        ("msvcp140*.dll", "vcruntime140*.dll", "concrt140.dll", "vcomp140.dll"),
+        tuple(sorted(VC_RUNTIME_DLLS)),
         ("msvc*", "vc*"),
     ),
     Component("DirectML", "#f4511e", ("directml*.dll",), ("directml*",)),

@@ -144,6 +144,29 @@ def as_archived(report: AuditReport, archive: Path, inner: str) -> AuditReport:
     return replace(report, folder=folder, lock=lock, archive=archive)
 
 
+def refuse_source_folder(path: Path, profile_name: str | None) -> None:
+    """PATH is a folder without bundle.lock.json, and a folder in it has one: most likely the
+    app's source folder next to its built bundle (examples/hello beside examples/hello/dist).
+    Auditing it would report every DLL as missing, dozens of findings that hide the mistake,
+    so this stops first with one line naming the bundle (InputFileError, exit 4). Naming the
+    profile (--profile) says the folder itself is meant: it is then audited without a lock."""
+    if profile_name is not None or not path.is_dir() or (path / LOCK_NAME).is_file():
+        return
+    built = bundle_inside(path)
+    if built is not None:
+        raise InputFileError(
+            f"no {LOCK_NAME} in {path}; did you mean {built}? (bundle audit {built}; to audit "
+            f"{path} itself, without a lock file, name its profile: --profile NAME.)"
+        )
+
+
+def bundle_inside(folder: Path) -> Path | None:
+    """The folder in `folder` that holds a bundle.lock.json: dist first, then by name."""
+    children = [entry for entry in folder.iterdir() if entry.is_dir()]
+    children.sort(key=lambda child: (child.name.lower() != "dist", child.name.lower()))
+    return next((child for child in children if (child / LOCK_NAME).is_file()), None)
+
+
 def locate(path: Path) -> tuple[Path, Path | None]:
     """(the folder, the lock file to verify against, if PATH is one)."""
     if path.is_dir():

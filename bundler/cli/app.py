@@ -53,7 +53,16 @@ def _options(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
     ] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="The command's result, or its error, as JSON: the same as the command's --json.",
+        ),
+    ] = False,
 ) -> None:
+    # --json: bundler.cli.failures moves a --json given here behind the command's words, so
+    # this one is only seen without a command (and then there is nothing to print).
     if debug:
         _debug["on"] = True
 
@@ -73,7 +82,8 @@ SearchOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 ForceOption = Annotated[bool, typer.Option("--force", help="Overwrite files bundle did not write.")]
 LinkOption = Annotated[
-    bool | None, typer.Option("--link/--copy", help="Hard-link files from the cache.")
+    bool | None,
+    typer.Option("--link/--copy", help="Hard-link files from the cache, or copy them."),
 ]
 IndexUrlOption = Annotated[
     str | None,

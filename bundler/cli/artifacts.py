@@ -55,12 +55,13 @@ def fetch(
 
 
 @cache_app.command("list")
-def cache_list(cache_dir: CacheDirOption = None) -> None:
+def cache_list(cache_dir: CacheDirOption = None, as_json: JsonOption = False) -> None:
     """List the verified archives in the cache."""
     from bundler.acquire.cache import Cache
 
     cache = Cache.chosen()
-    typer.echo(views.cache_table(cache.root, cache.entries()))
+    shown = views.cache_json if as_json else views.cache_table
+    typer.echo(shown(cache.root, cache.entries()))
 
 
 @cache_app.command("clean")
@@ -69,10 +70,14 @@ def cache_clean(
     everything: Annotated[
         bool, typer.Option("--all", help="Also remove the verified archives.")
     ] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Remove partial downloads, extracted trees and kept templates (--all: the archives too)."""
     from bundler.acquire.cache import Cache
 
     cache = Cache.chosen()
     freed = cache.clean(everything)
-    typer.echo(f"freed {views.human_size(freed)} in {cache.root}")
+    if as_json:
+        typer.echo(views.cache_clean_json(cache.root, freed))
+    else:
+        typer.echo(f"freed {views.human_size(freed)} in {cache.root}")

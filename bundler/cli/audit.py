@@ -91,7 +91,7 @@ def audit(
 ) -> None:
     """Check a shipped folder as the target machine will see it; exit 17 on errors."""
     from bundler.audit.junit import write_junit
-    from bundler.audit.run import as_archived, with_signatures
+    from bundler.audit.run import as_archived, is_archive, refuse_source_folder, with_signatures
     from bundler.audit.run import audit as run_audit
     from bundler.audit.suppressions import parse_suppression
 
@@ -106,6 +106,8 @@ def audit(
             param_hint="--trust",
         )
     rules = [parse_suppression(text) for text in ignore or ()]
+    if not is_archive(path):
+        refuse_source_folder(path, profile)  # the hint first, not below 24 findings
     with _audit_target(path) as (target, inner):
         report = run_audit(target, profile, rules, verify=verify)
         if signatures:

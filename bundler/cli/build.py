@@ -3,6 +3,7 @@ bundle and its views."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -56,7 +57,10 @@ def build(
     profile: Annotated[
         str | None,
         typer.Option(
-            "--profile", "-p", help="Target profile: a name, a .toml file, or an ORT release."
+            "--profile",
+            "-p",
+            help="Target profile: a name, a .toml file, or an ORT release (default: bundle.toml's "
+            f"[build] profile, else {DEFAULT_PROFILE}).",
         ),
     ] = None,
     ort: Annotated[
@@ -105,7 +109,7 @@ def build(
     picked = Options()
     chosen_exe = picked.pick("exe", exe, settings.exe)
     if chosen_exe is None:
-        raise ConfigError("no EXE given and no bundle.toml with [build] exe in this folder.")
+        raise ConfigError(_no_exe(settings))
     options = BuildOptions(
         exe=chosen_exe,
         profile=picked.pick("profile", profile or ort, settings.profile, None, DEFAULT_PROFILE)
@@ -127,6 +131,8 @@ def build(
         evidence=picked.pick("evidence", evidence, settings.evidence),
         cuda_options=settings.cuda_options or {},
     )
+    given = {"--profile": profile, "--ort": ort, "--iss": outputs.iss, "--no-iss": outputs.no_iss}
+    _validate(picked, given, settings, lambda: options.profile)
     result = run_build(options, progress_for)
     typer.echo(views.build_json(result) if as_json else views.build_report(result))
 
@@ -141,16 +147,20 @@ def render_iss(
     ] = None,
     config: RenderConfigOption = None,
     installer: Installer = NO_INSTALLER_FLAGS,
+    as_json: JsonOption = False,
 ) -> None:
     """Render the Inno Setup script of a built bundle from its lock file, without building."""
     from bundler.render.iss import ISS_NAME, write_iss
 
     settings = _app_config(config, None)
     lock_path, bundle = _lock_to_render(lock, settings)
-    chosen = installer.over(settings.installer).checked()
+    picked = Options()
+    chosen = installer.over(settings.installer, picked)
+    _validate(picked, {}, settings, lambda: bundle.profile, bundle.gpu_driver is not None)
+    chosen = chosen.checked()
     target = out or (settings.iss if isinstance(settings.iss, Path) else None)
     result = write_iss(bundle, lock_path.parent, target or lock_path.parent / ISS_NAME, chosen)
-    typer.echo(views.iss_report(result))
+    typer.echo(views.iss_json(result) if as_json else views.iss_report(result))
 
 
 @render_app.command("postbuild")
@@ -167,6 +177,7 @@ def render_postbuild(
             "--project-dir", help="The .vcxproj's folder: the event names the script from it."
         ),
     ] = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Render postbuild.cmd (copies the bundle's DLLs into a build's output folder) and
     postbuild.event.xml (the MSBuild post-build event calling it) from a lock file."""
@@ -177,7 +188,42 @@ def render_postbuild(
     configured = settings.postbuild.project_dir if settings.postbuild else None
     chosen = PostbuildSettings(project_dir=project_dir or configured)
     result = write_postbuild(bundle, lock_path.parent, out or lock_path.parent, chosen)
-    typer.echo(views.postbuild_report(result))
+    typer.echo(views.postbuild_json(result) if as_json else views.postbuild_report(result))
+
+
+def _validate(
+    picked: Options,
+    given: Mapping[str, object],
+    settings: AppConfig,
+    profile: Callable[[], str],
+    gpu: bool | None = None,
+) -> None:
+    """The validation step (bundler.validate) over the resolved options, before any work. The
+    profile is looked up only once the options themselves pass (`gpu`: known from a lock)."""
+    from bundler.profiles import load_profile
+    from bundler.validate import Target, check
+
+    def target() -> Target:
+        if gpu is not None:
+            return Target(profile(), gpu)
+        chosen = load_profile(profile())
+        return Target(chosen.name, chosen.gpu_driver is not None)
+
+    check(picked, given, settings.path if settings.found else None, target)
+
+
+def _no_exe(settings: AppConfig) -> str:
+    """What `bundle build` lacks without EXE: the file it read has no [build] exe, or there
+    is no bundle.toml at all."""
+    if settings.found:
+        return (
+            f"no EXE given, and {settings.path} has no [build] exe; give the app's .exe "
+            '(bundle build APP.exe), or add exe = "APP.exe" to its [build] table.'
+        )
+    return (
+        f"no EXE given and no {settings.path.name} in {Path.cwd()}; give the app's .exe "
+        "(bundle build APP.exe), or run it in a folder whose bundle.toml has [build] exe."
+    )
 
 
 def _lock_to_render(lock: Path | None, settings: AppConfig) -> tuple[Path, Lock]:
@@ -187,7 +233,11 @@ def _lock_to_render(lock: Path | None, settings: AppConfig) -> tuple[Path, Lock]
     lock_path = lock or _default_lock(settings)
     bundle = read_lock(lock_path)
     if bundle is None:
-        raise ConfigError(f"{lock_path}: no lock file; run bundle build first, or give --lock.")
+        unplaced = lock is None and settings.found and not (settings.out or settings.exe)
+        why = f" ({settings.path} has no [build] out or exe to find it by)" if unplaced else ""
+        raise ConfigError(
+            f"{lock_path}: no lock file{why}; run bundle build first, or give --lock."
+        )
     return lock_path, bundle
 
 
@@ -219,6 +269,7 @@ def msbuild(
     sources: Sources = ANY_SOURCE,
     link: LinkOption = False,
     force: ForceOption = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Lay out a folder for Visual Studio: ORT's headers, import library and DLL closure, with
     ort-bundle.props and ort-bundle.targets to import in a .vcxproj."""
@@ -234,4 +285,5 @@ def msbuild(
         force=force,
         acquire=sources.acquire(mode=source),
     )
-    typer.echo(views.msbuild_report(lay_out(options, progress_for)))
+    result = lay_out(options, progress_for)
+    typer.echo(views.msbuild_json(result) if as_json else views.msbuild_report(result))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import traceback
+from collections.abc import Callable
 from inspect import cleandoc
 from typing import Any
 
@@ -26,28 +27,60 @@ app.registered_commands.sort(
 
 def main() -> None:
     """Entry point: run the CLI and map library errors onto the exit-code table. Typer itself
-    handles usage errors (exit 2) and typer.Exit; everything ends in SystemExit."""
+    handles usage errors (exit 2) and typer.Exit; everything ends in SystemExit. With --json,
+    a failure also prints one JSON object on stdout (bundler.cli.failures)."""
     from bundler import notes
+    from bundler.cli.failures import json_requested, move_global_json
 
     utf8_streams()
+    sys.argv[1:] = move_global_json(sys.argv[1:])
+    as_json = json_requested(sys.argv[1:])
     notes.set_sink(lambda message: typer.echo(message, err=True))
     try:
         try:
-            command()()
+            _run(as_json)
         finally:
             if "bundler.cli.progress" in sys.modules:  # imported by commands that draw bars
                 sys.modules["bundler.cli.progress"].stop_all()
     except BundleError as exc:
         if _debug["on"]:
             traceback.print_exc()
-        typer.echo(f"error: {exc.message}", err=True)
-        sys.exit(exc.exit_code)
+        _fail(f"error: {exc.message}", exc.message, exc.exit_code, as_json)
     except Exception:
         if _debug["on"]:
             raise
         error = traceback.format_exc(limit=-1).strip().splitlines()[-1]
-        typer.echo(f"internal error: {error}; rerun with --debug and report it.", err=True)
-        sys.exit(ExitCode.INTERNAL)
+        hint = "rerun with --debug and report it"
+        _fail(f"internal error: {error}; {hint}.", error, ExitCode.INTERNAL, as_json, hint)
+
+
+def _run(as_json: bool) -> None:
+    """The command tree in click's standalone mode. click prints a usage error and exits from
+    inside its handler, so the SystemExit's context is the error: with --json, it is printed
+    again as JSON."""
+    from bundler.cli.failures import click_error, failure_json, usage_hint
+
+    root = command()
+    try:
+        root()
+    except SystemExit as exit:
+        error = exit.__context__
+        if as_json and isinstance(exit.code, int) and exit.code and click_error(error):
+            assert error is not None
+            message = getattr(error, "format_message", error.__str__)()
+            hint = usage_hint(error, root, sys.argv[1:])
+            typer.echo(failure_json(message, exit.code, hint))
+        raise
+
+
+def _fail(text: str, message: str, code: int, as_json: bool, hint: str | None = None) -> None:
+    """The error's line on stderr, its JSON on stdout under --json, then its exit code."""
+    from bundler.cli.failures import failure_json, hint_of
+
+    typer.echo(text, err=True)
+    if as_json:
+        typer.echo(failure_json(message, code, hint or hint_of(message)))
+    sys.exit(code)
 
 
 def utf8_streams() -> None:
@@ -68,21 +101,53 @@ def command() -> Any:
     """The click command tree, its help written as paragraphs: a docstring's line breaks are
     only where its source wraps, so each paragraph becomes one line for the help formatter
     (rich or plain) to wrap at the terminal's width. A paragraph starting with \\b keeps its
-    lines, as click documents."""
+    lines, as click documents. Help shown by rich has its markup escaped, so `[models]` in
+    `ort-bundle[models]` is shown, not taken for a style; an argument's usage is its metavar
+    (typer >= 0.16 wraps a required one in braces)."""
     root = typer.main.get_command(app)
     _unwrap(root)
     return root
 
 
 def _unwrap(command: Any) -> None:
+    escape = _markup_escape(command)
     for attribute in ("help", "short_help"):
         if getattr(command, attribute, None):
-            setattr(command, attribute, paragraphs(getattr(command, attribute)))
+            setattr(command, attribute, escape(paragraphs(getattr(command, attribute))))
     for param in command.params:
         if getattr(param, "help", None):
-            param.help = paragraphs(param.help)
+            param.help = escape(paragraphs(param.help))
+        if param.param_type_name == "argument" and param.metavar:
+            _plain_usage(param)
     for sub in getattr(command, "commands", {}).values():
         _unwrap(sub)
+
+
+def _markup_escape(command: Any) -> Callable[[str], str]:
+    """rich's markup escaping where typer renders `command`'s help as rich markup, else none
+    (plain click help: tools/usage.py, or rich not installed)."""
+    import typer.core
+
+    has_rich = getattr(typer.core, "HAS_RICH", None)  # typer >= 0.16
+    if has_rich is None:
+        has_rich = getattr(typer.core, "rich", None) is not None  # older releases
+    if not has_rich or getattr(command, "rich_markup_mode", None) != "rich":
+        return str
+    from rich.markup import escape
+
+    return escape
+
+
+def _plain_usage(argument: Any) -> None:
+    """The usage line shows a required argument as its metavar (`FILE...`), not `{FILE...}`."""
+    make_metavar = argument.make_metavar
+
+    def plain(*args: Any, **kwargs: Any) -> str:
+        shown = str(make_metavar(*args, **kwargs))
+        braced = shown.startswith("{") and shown.endswith("}")
+        return shown[1:-1] if braced else shown
+
+    argument.make_metavar = plain
 
 
 def paragraphs(text: str) -> str:

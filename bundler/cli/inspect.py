@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 @app.command()
 def deps(
     files: Annotated[
-        list[Path], typer.Argument(metavar="FILE", help="The app's .exe (and any plugin DLLs).")
+        list[Path], typer.Argument(metavar="FILE...", help="The app's .exe (and any plugin DLLs).")
     ],
     profile: ProfileOption = DEFAULT_PROFILE,
     search: SearchOption = None,
@@ -103,7 +103,11 @@ def scan(
     ] = None,
     profile: Annotated[
         str | None,
-        typer.Option("--profile", "-p", help="Take the GPU driver DLL names from this profile."),
+        typer.Option(
+            "--profile",
+            "-p",
+            help=f"Take the GPU driver DLL names from this profile (default: {DEFAULT_PROFILE}).",
+        ),
     ] = None,
     as_json: JsonOption = False,
 ) -> None:

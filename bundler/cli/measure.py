@@ -129,11 +129,16 @@ def _setup(
 
 def _release(ort: str | None, profile: str | None) -> tuple[str, str | None]:
     """(ORT release, the profile's cuDNN version or None): from --ort as given, or from the
-    profile --profile names, read as `bundle build --profile` reads it."""
-    if ort and profile:
-        raise ConfigError("give --ort or --profile, not both.")
+    profile --profile names, read as `bundle build --profile` reads it; --ort latest: the
+    newest release with a shipped GPU profile."""
+    from bundler.options import Options
+    from bundler.profile_names import LATEST
+    from bundler.profiles import latest_gpu_release
+    from bundler.validate import check
+
+    check(Options(), {"--profile": profile, "--ort": ort})
     if ort:
-        return ort, None
+        return (latest_gpu_release() if ort == LATEST else ort), None
     if not profile:
         raise ConfigError("give the bundle's ORT release with --ort (or its --profile).")
     from bundler.profiles import load_profile

@@ -9,7 +9,7 @@ import typer
 
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
-from bundler.cli import views
+from bundler.cli import profile_views
 from bundler.cli.app import (
     AllowHttpOption,
     CacheDirOption,
@@ -38,26 +38,28 @@ def profiles_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
             entry(load_profile_file(path), path.read_text(encoding="utf-8"))
             for path in available_profiles().values()
         ]
-        shown = views.profile_list_json if as_json else views.profile_table
+        shown = profile_views.profile_list_json if as_json else profile_views.profile_table
         typer.echo(shown(entries, DEFAULT_PROFILE))
 
 
 @profiles_app.command("show")
 def profiles_show(
-    name: Annotated[str, typer.Argument(help="Profile name or .toml path.")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Profile name or .toml path.")],
     as_json: JsonOption = False,
 ) -> None:
     """Print one profile in full."""
     from bundler.profiles import load_profile
 
     profile = load_profile(name)
-    typer.echo(views.profile_json(profile) if as_json else views.profile_detail(profile))
+    typer.echo(
+        profile_views.profile_json(profile) if as_json else profile_views.profile_detail(profile)
+    )
 
 
 @profiles_app.command("check")
 @takes
 def profiles_check(
-    name: Annotated[str, typer.Argument(help="Profile name or .toml path.")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Profile name or .toml path.")],
     source: SourceOption = "auto",
     sources: Sources = ANY_SOURCE,
     search: SearchOption = None,
@@ -85,7 +87,7 @@ def profiles_check(
     files = profile_binaries(provides, folders)
     results = scan_all(files, profile.driver_dlls, policy)
     report = check_profile(profile, results, profile.scan_exceptions)
-    typer.echo(views.drift_json(report) if as_json else views.drift_table(report))
+    typer.echo(profile_views.drift_json(report) if as_json else profile_views.drift_table(report))
     if report.failures:
         raise typer.Exit(ExitCode.PROFILE)
 
@@ -96,13 +98,18 @@ def profiles_outdated(
     allow_http: AllowHttpOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Ask the package index which ORT and CUDA/cuDNN releases the shipped profiles miss."""
+    """Ask the package index which ORT and CUDA/cuDNN releases the shipped profiles miss, and
+    list the newest EP packs; exit 24 when the catalogue is behind."""
     from bundler.acquire.download import DownloadPolicy
     from bundler.rules.derive.index import default_index_url
     from bundler.rules.derive.outdated import outdated
 
     report = outdated(index_url or default_index_url(), DownloadPolicy(allow_http=allow_http))
-    typer.echo(views.outdated_json(report) if as_json else views.outdated_text(report))
+    typer.echo(
+        profile_views.outdated_json(report) if as_json else profile_views.outdated_text(report)
+    )
+    if not report.current:
+        raise typer.Exit(ExitCode.CATALOGUE_BEHIND)
 
 
 @profiles_app.command("new")
@@ -130,6 +137,7 @@ def profiles_new(
     index_url: IndexUrlOption = None,
     cache_dir: CacheDirOption = None,
     allow_http: AllowHttpOption = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Derive a profile for an ORT release from its wheels: pins, DLLs, roots, rules."""
     from bundler.acquire.artifacts import AcquireOptions
@@ -159,8 +167,11 @@ def profiles_new(
     options = AcquireOptions(mode="pip", policy=request.policy)
     cache = Cache.chosen()
     derived = derive_profile(request, cache, options, progress_for)
-    if out is None:
+    if out is not None:
+        write_text(out, derived.text)  # atomic; OutputError when it cannot be written
+    if as_json:
+        typer.echo(profile_views.profile_new_json(derived, out))
+    elif out is None:
         typer.echo(derived.text, nl=False)
-        return
-    write_text(out, derived.text)  # atomic; OutputError when it cannot be written
-    typer.echo(f"wrote {out} ({derived.name}): review it, then bundle build --profile {out}")
+    else:
+        typer.echo(f"wrote {out} ({derived.name}): review it, then bundle build --profile {out}")

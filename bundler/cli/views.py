@@ -1,5 +1,5 @@
-"""Talk layer: text views of a Plan and of profiles, for people. Pure: they return strings; the CLI
-prints.
+"""Talk layer: text views of a Plan and of what the commands wrote, for people, and their JSON.
+Pure: they return strings; the CLI prints. The profiles' views are in bundler.cli.profile_views.
 
 The dependency tree shows what ships (bundled), what must exist on the target (driver) and what
 is missing; system DLLs and API sets would repeat under every node, so they are summarised once.
@@ -20,13 +20,9 @@ from bundler.render.postbuild import PLACEHOLDER
 if TYPE_CHECKING:  # type hints only: importing views must not import every command's modules
     from bundler.acquire.artifacts import Acquired
     from bundler.acquire.cache import CacheEntry
-    from bundler.profiles import Profile
     from bundler.prune import Pruning
     from bundler.render.iss import IssResult
     from bundler.render.postbuild import PostbuildResult
-    from bundler.rules.derive.catalogue import Entry
-    from bundler.rules.derive.outdated import Outdated
-    from bundler.rules.drift import DriftReport
     from bundler.rules.scan import ScanResult
     from bundler.ship.build import BuildResult
     from bundler.ship.deploy import Counters
@@ -137,85 +133,6 @@ def why(plan: Plan, name: str) -> str:
     return "\n".join(lines)
 
 
-def profile_table(entries: list[Entry], default: str) -> str:
-    """One line a profile, newest release first: release, flavour, CUDA, cuDNN, the size of
-    its DLLs (recorded in [[files]]) and the name to pass to --profile."""
-    rows = [("release", "flavour", "CUDA", "cuDNN", "size", "profile")]
-    for item in sorted(entries, key=_newest_first):
-        flavour = item.name.removeprefix(f"ort-{item.release}-")
-        if item.name == default:
-            flavour += " (default)"
-        size = human_size(item.size) if item.size else "-"
-        rows.append((item.release, flavour, item.cuda or "-", item.cudnn or "-", size, item.name))
-    widths = [max(len(row[column]) for row in rows) for column in range(5)]
-    return "\n".join(
-        "  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[5]])
-        for row in rows
-    )
-
-
-def _newest_first(item: Entry) -> tuple[tuple[int, ...], str]:
-    parts = tuple(-int(part) for part in item.release.split(".") if part.isdigit())
-    return parts, item.name
-
-
-def outdated_text(report: Outdated) -> str:
-    lines = [f"Releases on {report.index_url} against the shipped profiles:"]
-    for package, releases in report.checked.items():
-        lines.append(f"  {package}: {', '.join(releases) or 'none'}")
-    if report.current:
-        return "\n".join([*lines, "the catalogue is current"])
-    if report.missing:
-        lines += ["", f"MISSING PROFILES ({len(report.missing)}):"]
-        lines += [f"  {m.package} {m.release}: {m.command}" for m in report.missing]
-    if report.components:
-        lines += ["", f"NEWER COMPONENT RELEASES ({len(report.components)}):"]
-        lines += [
-            f"  {c.package} {c.newest} (flavour {c.flavour} pins {c.pinned} at most): add a "
-            "component set"
-            for c in report.components
-        ]
-    return "\n".join(lines)
-
-
-def outdated_json(report: Outdated) -> str:
-    return json.dumps(report.to_dict(), indent=2)
-
-
-def profile_list_json(entries: list[Entry], default: str) -> str:
-    rows = [{**dataclasses.asdict(item), "default": item.name == default} for item in entries]
-    return json.dumps({"schema_version": 1, "profiles": rows}, indent=2)
-
-
-def profile_json(profile: Profile) -> str:
-    data = dataclasses.asdict(profile)
-    data["path"] = str(profile.path)
-    return json.dumps({"schema_version": 1, **data}, indent=2)
-
-
-def profile_detail(profile: Profile) -> str:
-    lines = [
-        f"{profile.name}: {profile.description}",
-        f"  file:         {profile.path}",
-        f"  architecture: {profile.architecture}",
-        f"  min Windows:  {'.'.join(str(p) for p in profile.min_windows)}",
-        f"  VC runtime:   {profile.vc_runtime}",
-        f"  roots:        {', '.join(profile.roots)}",
-        f"  driver DLLs:  {', '.join(profile.driver_dlls) or 'none'}",
-        "  runtime rules (LoadLibrary at run time):",
-    ]
-    for rule in profile.runtime_rules:
-        lines.append(f"    {rule.trigger} -> {', '.join(rule.loads)}")
-        lines.append(f"      why: {rule.why}")
-    lines.append("  artifacts:")
-    for artifact in profile.artifacts:
-        kinds = ", ".join(source.kind for source in artifact.sources)
-        lines.append(
-            f"    {artifact.name} {artifact.version} [{kinds}]: {', '.join(artifact.provides)}"
-        )
-    return "\n".join(lines)
-
-
 def acquired_table(acquired: Sequence[Acquired]) -> str:
     rows = [("artifact", "source", "size", "sha256", "state")]
     for item in acquired:
@@ -253,6 +170,28 @@ def cache_table(root: Path, entries: Sequence[CacheEntry]) -> str:
     total = sum(entry.size for entry in entries)
     lines.append(f"{len(entries)} archive(s), {human_size(total)}")
     return "\n".join(lines)
+
+
+def cache_json(root: Path, entries: Sequence[CacheEntry]) -> str:
+    """`bundle cache list --json`: the verified archives, as cache_table lists them."""
+    archives = [
+        {
+            "sha256": entry.sha256,
+            "path": str(entry.path),
+            "size": entry.size,
+            "names": list(entry.names),
+            "origins": list(entry.origins),
+            "added": entry.added,
+        }
+        for entry in entries
+    ]
+    total = sum(entry.size for entry in entries)
+    document = {"schema_version": 1, "cache": str(root), "archives": archives, "size": total}
+    return json.dumps(document, indent=2)
+
+
+def cache_clean_json(root: Path, freed: int) -> str:
+    return json.dumps({"schema_version": 1, "cache": str(root), "freed_bytes": freed}, indent=2)
 
 
 def counters_lines(c: Counters) -> list[str]:
@@ -333,6 +272,42 @@ def msbuild_report(result: MsbuildResult) -> str:
     if drivers:
         lines.append(f"  required on the target, never shipped: {', '.join(drivers)} (GPU driver)")
     return "\n".join(lines)
+
+
+def msbuild_json(result: MsbuildResult) -> str:
+    """`bundle msbuild --json`: what msbuild_report says, and the lock file in full."""
+    data = {
+        "schema_version": 1,
+        "out": str(result.out),
+        "profile": result.plan.profile,
+        "counters": dataclasses.asdict(result.counters),
+        "removed": list(result.removed),
+        "lock_file": str(result.out / LOCK_NAME),
+        "msbuild_files": [str(path) for path in result.files.paths],
+        "changed": [str(path) for path in result.files.changed],
+        "postbuild": _paths(dataclasses.asdict(result.postbuild)),
+        "driver_requirements": list(result.lock.driver_requirements),
+        "lock": json.loads(result.lock.to_json()),
+    }
+    return json.dumps(data, indent=2)
+
+
+def iss_json(result: IssResult) -> str:
+    """`bundle render iss --json`: the script written, and how to compile it."""
+    data = {"schema_version": 1, **_paths(dataclasses.asdict(result))}
+    return json.dumps(data | {"compile": f'iscc "{result.path}"'}, indent=2)
+
+
+def postbuild_json(result: PostbuildResult) -> str:
+    """`bundle render postbuild --json`: both files written, and what the event still needs."""
+    data = {"schema_version": 1, **_paths(dataclasses.asdict(result))}
+    placeholder = None if result.project_relative else PLACEHOLDER
+    return json.dumps(data | {"placeholder": placeholder}, indent=2)
+
+
+def _paths(data: dict[str, object]) -> dict[str, object]:
+    """A result's fields with its paths as the strings the text view prints."""
+    return {key: str(value) if isinstance(value, Path) else value for key, value in data.items()}
 
 
 def iss_report(result: IssResult) -> str:
@@ -419,7 +394,7 @@ def build_json(result: BuildResult) -> str:
     return json.dumps(data, indent=2, default=str)
 
 
-# --- bundle scan / bundle profiles check -------------------------------------------------------
+# --- bundle scan -------------------------------------------------------------------------------
 
 
 def scan_table(results: Sequence[ScanResult]) -> str:
@@ -444,18 +419,3 @@ def scan_table(results: Sequence[ScanResult]) -> str:
 
 def scan_json(results: Sequence[ScanResult]) -> str:
     return json.dumps({"schema_version": 1, "files": [r.to_dict() for r in results]}, indent=2)
-
-
-def drift_table(report: DriftReport) -> str:
-    lines = [f"Runtime rules of {report.profile} against {len(report.scanned)} scanned DLLs"]
-    for item in report.drifts:
-        lines.append(f"  {item.kind.value}: {item.trigger} -> {item.name}")
-        lines.append(f"      {item.detail}")
-    failures = len(report.failures)
-    verdict = "agree" if not failures else f"disagree in {failures} place(s)"
-    lines.append(f"the rules and the binaries {verdict}")
-    return "\n".join(lines)
-
-
-def drift_json(report: DriftReport) -> str:
-    return json.dumps({"schema_version": 1, **report.to_dict()}, indent=2)

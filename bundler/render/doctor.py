@@ -14,6 +14,8 @@ from bundler.findings import CATALOGUE, DOCTOR_CODES
 from bundler.gpu import judged
 from bundler.lock import DOCTOR_DATA, Lock
 from bundler.render.engine import write_text
+from bundler.system import load_system_policy
+from bundler.vcruntime import VC_RUNTIME_DLLS
 
 FORMAT = "bundle-doctor-data"
 FORMAT_VERSION = 1
@@ -55,6 +57,11 @@ def _records(lock: Lock) -> Iterator[tuple[str, ...]]:
     if lock.ort_version:
         yield "ort", lock.ort_version
     yield "vc_runtime", lock.vc_runtime, lock.vc_runtime_min or "-"
+    # the doctor's name lists, from bundle's one source of each
+    for name in sorted(VC_RUNTIME_DLLS):
+        yield "vc_dll", name
+    for prefix in load_system_policy().api_set_prefixes:
+        yield "api_set", prefix
     driver = lock.gpu_driver
     if driver is not None:
         yield "driver", driver.dll, str(driver.cuda_major), driver.min_version

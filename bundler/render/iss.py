@@ -34,6 +34,7 @@ from bundler.render.sign import (
     sign_script,
     write_sign_command,
 )
+from bundler.validate import COMPRESSIONS, INSTALL_SCOPES
 
 ISS_NAME = "setup.iss"
 TEMPLATE = "setup.iss.j2"
@@ -45,9 +46,6 @@ DEFAULT_DICTIONARY_KB = 16384
 # Above this many payload bytes the setup is split into slices (DiskSpanning): one setup
 # file cannot exceed about 2.1 GB, and the compressed size is not known before compiling.
 SPAN_ABOVE = 2_000_000_000
-_COMPRESSION = re.compile(
-    r"none|zip(/[1-9])?|bzip(/[1-9])?|lzma2?(/(fast|normal|max|ultra|ultra64))?"
-)
 _NOT_IN_FILE_NAMES = re.compile(r'[\\/:*?"<>|]')
 _APP_ID_NAMESPACE = uuid.UUID("9f0b7a52-3c1e-5d4a-8b6e-2f1d0c9a7e31")  # bundle's own
 
@@ -78,7 +76,7 @@ class IssSettings:
                 f"install_scope '{self.install_scope}' cannot run vc_redist.x64.exe, which needs "
                 "administrator rights; use --vc-runtime app-local, or install_scope 'machine'."
             )
-        if not _COMPRESSION.fullmatch(self.compression):
+        if self.compression not in COMPRESSIONS:
             raise ConfigError(
                 f"installer compression '{self.compression}' is not one Inno Setup knows; "
                 "use lzma2 (the default), lzma2/fast, zip, zip/1 ... zip/9, bzip or none."
@@ -105,7 +103,6 @@ class IssResult:
     sign_command: Path | None = None  # signtool.txt: the command for ISCC's /Sbundlesign=
 
 
-INSTALL_SCOPES = ("machine", "user", "ask")
 # What an installer installed, one name a line, in {app}: the next version's installer removes
 # what it lists and the new payload lacks, and nothing else (docs/building.md, "Upgrades").
 INSTALLED_LIST = "bundle-installed.txt"

@@ -27,12 +27,12 @@ from bundler import __version__
 from bundler.errors import ConfigError
 from bundler.manifest import Table
 from bundler.render.engine import render, write_text
+from bundler.validate import SIGN_TOOLS
 
 SIGN_TOOL_NAME = "bundlesign"
 SIGN_COMMAND_FILE = "signtool.txt"
 SIGN_SCRIPT = "bundlesign.cmd"  # the osslsigncode preset's batch file, beside the script
 SCRIPT_TEMPLATE = "bundlesign.cmd.j2"
-SIGN_TOOLS = ("signtool", "osslsigncode", "custom")
 # Keys that would put a secret into bundle.toml: refused, whatever their value.
 SECRET_KEYS = ("password", "pass", "pfx_password", "pin", "passphrase")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

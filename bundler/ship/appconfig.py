@@ -42,6 +42,8 @@ needs no flags.
     # command = "mysign.exe $f"        # tool = "custom": Inno's Sign Tool command
 
 Command-line flags override these values. Paths are relative to the folder of bundle.toml.
+Every table is optional: a file with only [render] serves `bundle render iss`; a command that
+needs a [build] key the file lacks says so.
 """
 
 from __future__ import annotations
@@ -52,9 +54,11 @@ from pathlib import Path
 
 from bundler.errors import ConfigError
 from bundler.manifest import Table
+from bundler.options import CONFIG
 from bundler.render.iss import DEFAULT_COMPRESSION, IssSettings
 from bundler.render.postbuild import PostbuildSettings
 from bundler.render.sign import SignSettings, refuse_secrets
+from bundler.validate import check_choice, origin_of
 
 CONFIG_NAME = "bundle.toml"
 
@@ -83,6 +87,7 @@ class AppConfig:
     iss: Path | bool | None = None  # a path, False for none, None for the default place
     installer: IssSettings = field(default_factory=IssSettings)
     postbuild: PostbuildSettings | None = field(default_factory=PostbuildSettings)  # None: off
+    found: bool = False  # read from a file (path), not the defaults of an absent one
 
 
 def _cuda_options(build: Table) -> dict[str, str] | None:
@@ -115,15 +120,16 @@ def load_config(path: Path) -> AppConfig:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}.") from None
     root = Table(data, str(path), ConfigError)
-    build = root.table("build")
+    build = root.table("build", None) or Table({}, f"{path} [build]", ConfigError)
     base = path.parent
     config = AppConfig(
         path=path,
+        found=True,
         exe=_path(base, build.string("exe", None)),
         profile=build.string("profile", None),
         out=_path(base, build.string("out", None)),
         search=tuple(base / item for item in build.strings("search", ())),
-        vc_runtime=build.string("vc_runtime", None),
+        vc_runtime=_choice(build, "vc_runtime", path),
         vc_redist=_path(base, build.string("vc_redist", None)),
         link=build.boolean("link", None),
         sbom=build.boolean("sbom", None),
@@ -138,14 +144,14 @@ def load_config(path: Path) -> AppConfig:
         config = replace(
             config,
             iss=_iss_place(render, base),
-            installer=_installer(render),
+            installer=_installer(render, path),
             postbuild=_postbuild(render, base),
             doctor=render.boolean("doctor", None),
         )
         render.done()
     sign = root.table("sign", None)
     if sign is not None:
-        config = replace(config, installer=replace(config.installer, sign=_sign(sign, base)))
+        config = replace(config, installer=replace(config.installer, sign=_sign(sign, path)))
         sign.done()
     build.done()
     root.done()
@@ -160,27 +166,40 @@ def _iss_place(table: Table, base: Path) -> Path | bool | None:
     return False if table.boolean("iss", None) is False else None
 
 
-def _installer(table: Table) -> IssSettings:
+def _choice(table: Table, key: str, path: Path, setting: str = "") -> str | None:
+    """A key whose value is one of a setting's choices (bundler.validate.CHOICES), refused
+    here, naming this file and key, for every command that reads the file."""
+    value: str | None = table.string(key, None)
+    if value is not None:
+        name = setting or key
+        check_choice(name, value, origin_of(name, CONFIG, path))
+    return value
+
+
+def _installer(table: Table, path: Path) -> IssSettings:
     return IssSettings(
         app_name=table.string("app_name", None),
         app_version=table.string("app_version", None),
         publisher=table.string("publisher", None),
         app_id=table.string("app_id", None),
-        compression=table.string("compression", DEFAULT_COMPRESSION),
+        compression=_choice(table, "compression", path, "iss_compression") or DEFAULT_COMPRESSION,
         shortcut=table.boolean("shortcut", False),
         require_gpu=table.boolean("require_gpu", None),
-        install_scope=table.string("install_scope", "machine"),
+        install_scope=_choice(table, "install_scope", path) or "machine",
     )
 
 
-def _sign(table: Table, base: Path) -> SignSettings:
+def _sign(table: Table, path: Path) -> SignSettings:
     """[sign]: a certificate path is relative to bundle.toml (a pkcs11: URI is kept)."""
     refuse_secrets(table)
+    base = path.parent
     certificate = table.string("certificate", None)
     if certificate is not None and not certificate.startswith("pkcs11:"):
         certificate = str(base / certificate)
+    tool: str = table.string("tool")
+    check_choice("sign_tool", tool, origin_of("sign_tool", CONFIG, path))
     return SignSettings(
-        tool=table.string("tool"),
+        tool=tool,
         command=table.string("command", None),
         certificate=certificate,
         password_env=table.string("password_env", None),

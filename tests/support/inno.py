@@ -378,24 +378,9 @@ class InnoSetup(Wine):
     def _wine(
         self, program: Path | str, *args: str, cwd: Path | None = None, timeout: float
     ) -> subprocess.CompletedProcess[str]:
-        """Run a Windows program in the prefix, output captured, Wine's debug output off."""
-        self.start()
-        env = self.env(WINEDEBUG="-all")
-        env.pop("WINEDLLOVERRIDES", None)
-        try:
-            return subprocess.run(
-                ["wine", str(program), *args],
-                cwd=cwd,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=timeout,
-            )
-        except subprocess.TimeoutExpired:
-            self.stop()  # a hung setup must not keep running into the next test
-            raise
+        """Run a Windows program in the prefix, output captured, Wine's debug output off (a hung
+        setup stops the prefix: it must not keep running into the next test)."""
+        return self.program(program, *args, cwd=cwd, timeout=timeout)
 
 
 def _stamps(folder: Path) -> dict[str, tuple[int, int]]:

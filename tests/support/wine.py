@@ -106,26 +106,49 @@ class Wine:
         self, exe: Path, *args: str, force_native_vc: bool = True, timeout: float = 180
     ) -> WineRun:
         """Run `exe` from its own folder, as a user double-clicking it would."""
+        overrides = NATIVE_VC_RUNTIME if force_native_vc else None
+        done = self.program(
+            exe, *args, cwd=exe.parent, debug="err+module", overrides=overrides, timeout=timeout
+        )
+        return WineRun.parse(done.returncode, done.stdout, done.stderr)
+
+    def program(
+        self,
+        program: Path | str,
+        *args: str,
+        cwd: Path | None = None,
+        debug: str = "-all",
+        overrides: str | None = None,
+        env: dict[str, str | None] | None = None,
+        timeout: float = 180,
+    ) -> subprocess.CompletedProcess[str]:
+        """The one way the tests run a Windows program: in this prefix, stdin closed, output
+        captured through pipes as UTF-8 (a stray byte replaced), WINEDEBUG=`debug`, DLL
+        overrides `overrides` or Wine's defaults, `env` added (None removes a variable). On a
+        timeout the prefix is stopped, so nothing it started keeps running, and it re-raises."""
         self.start()
-        env = self.env(WINEDEBUG="err+module")
-        env.pop("WINEDLLOVERRIDES", None)
-        if force_native_vc:
-            env["WINEDLLOVERRIDES"] = NATIVE_VC_RUNTIME
+        environment = self.env(WINEDEBUG=debug)
+        environment.pop("WINEDLLOVERRIDES", None)
+        if overrides is not None:
+            environment["WINEDLLOVERRIDES"] = overrides
+        for name, value in (env or {}).items():
+            environment.pop(name, None)
+            if value is not None:
+                environment[name] = value
         try:
-            done = subprocess.run(
-                ["wine", str(exe), *args],
-                cwd=exe.parent,
-                env=env,
+            return subprocess.run(
+                ["wine", str(program), *args],
+                cwd=cwd,
+                env=environment,
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
-                text=True,
+                encoding="utf-8",
                 errors="replace",
                 timeout=timeout,
             )
         except subprocess.TimeoutExpired:
             self.stop()  # whatever the program started must not keep running
             raise
-        return WineRun.parse(done.returncode, done.stdout, done.stderr)
 
     def stop(self) -> None:
         """Kill the prefix's wineserver and every process in it, and wait until it is gone."""

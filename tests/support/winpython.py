@@ -66,21 +66,8 @@ class WinPython:
     ) -> subprocess.CompletedProcess[str]:
         """`python.exe ARGS` with the working tree importable; `env` is added to the
         environment (Wine passes it through; Unix paths in it stay Unix paths: use winpath)."""
-        self.wine.start()
-        try:
-            return subprocess.run(
-                ["wine", str(self.exe), *args],
-                cwd=cwd,
-                env=self.environment(env or {}),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,  # pipes: see the module's docstring
-                encoding="utf-8",
-                errors="replace",  # a stray byte fails the assertion, the rest stays readable
-                timeout=timeout,
-            )
-        except subprocess.TimeoutExpired:
-            self.wine.stop()  # whatever it started must not keep running
-            raise
+        extra = self.extras(env or {})
+        return self.wine.program(self.exe, *args, cwd=cwd, env=extra, timeout=timeout)
 
     def run(
         self,
@@ -99,14 +86,16 @@ class WinPython:
             timeout=timeout,
         )
 
+    def extras(self, extra: dict[str, str]) -> dict[str, str | None]:
+        """What the interpreter gets on top of the prefix's environment (with Wine's default
+        DLL overrides, as on a user's machine: Wine.program's)."""
+        return {"PYTHONIOENCODING": "utf-8", "BUNDLE_TEST_PYTHONPATH": winpath(REPO), **extra}
+
     def environment(self, extra: dict[str, str]) -> dict[str, str]:
-        env = self.wine.env(
-            WINEDEBUG="-all",
-            PYTHONIOENCODING="utf-8",
-            BUNDLE_TEST_PYTHONPATH=winpath(REPO),
-        )
-        env.pop("WINEDLLOVERRIDES", None)  # Wine's defaults, as on a user's machine
-        return {**env, **extra}
+        """The whole environment, for a program started in the background (Popen)."""
+        env = self.wine.env(WINEDEBUG="-all")
+        env.pop("WINEDLLOVERRIDES", None)
+        return {**env, **{k: v for k, v in self.extras(extra).items() if v is not None}}
 
 
 def interpreter(minor: str) -> Path:

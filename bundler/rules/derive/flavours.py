@@ -20,8 +20,9 @@ from pathlib import Path
 from bundler import resources
 from bundler.errors import BuildMismatchError, ProfileError
 from bundler.manifest import Table, load_toml
-from bundler.profiles import ARCHITECTURES, VC_RUNTIME_MODES, GpuDriver
+from bundler.profiles import ARCHITECTURES, GpuDriver
 from bundler.rules.derive.build_info import BuildInfo, major_minor
+from bundler.validate import VC_RUNTIME_MODES
 
 _CU_SUFFIX = re.compile(r"-cu(\d+)$")
 

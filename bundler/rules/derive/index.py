@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
@@ -85,13 +86,44 @@ def released_versions(
     for CPython `python` on `architecture` that is not yanked, oldest first."""
     page = f"{index_url.rstrip('/')}/{normalize(package)}/"
     platform = PLATFORMS[architecture]
+    files = _files(_get_json(page, policy), page)
+    return _final_releases(
+        files, lambda name, version: wheel_rank(name, package, version, python, platform)
+    )
+
+
+def platform_releases(
+    package: str, architecture: str, index_url: str, policy: DownloadPolicy
+) -> list[str] | None:
+    """Every final release of `package` with a wheel for `architecture`, for any Python, not
+    yanked, oldest first; None when the index has no such project (HTTP 404): a package the
+    catalogue only watches (an EP pack) need not be on a private mirror."""
+    page = f"{index_url.rstrip('/')}/{normalize(package)}/"
+    document = _get_json(page, policy, absent_ok=True)
+    if document is None:
+        return None
+    platform = PLATFORMS[architecture]
+
+    def fits(name: str, version: str) -> int | None:
+        parts = name.removesuffix(".whl").split("-")
+        right = name.endswith(".whl") and normalize(parts[0]) == normalize(package)
+        return 0 if right and platform in parts[-1].split(".") else None
+
+    return _final_releases(_files(document, page), fits)
+
+
+def _final_releases(
+    files: list[dict[str, Any]], rank: Callable[[str, str], int | None]
+) -> list[str]:
+    """The final releases (no pre-release, dev or local version) of the files that are not
+    yanked and that `rank` (file name, version) accepts, oldest first."""
     found: set[str] = set()
-    for item in _files(_get_json(page, policy), page):
+    for item in files:
         name = str(item.get("filename", ""))
         parts = name.split("-")
         if len(parts) < 5 or item.get("yanked") or not re.fullmatch(r"\d+(\.\d+)*", parts[1]):
             continue
-        if wheel_rank(name, package, parts[1], python, platform) is not None:
+        if rank(name, parts[1]) is not None:
             found.add(parts[1])
     return sorted(found, key=version_key)
 
@@ -170,8 +202,9 @@ def _files(document: Any, page: str) -> list[dict[str, Any]]:
     return [item for item in files if isinstance(item, dict)]
 
 
-def _get_json(url: str, policy: DownloadPolicy) -> Any:
-    """One JSON document, retried on connection errors and 5xx like a download."""
+def _get_json(url: str, policy: DownloadPolicy, absent_ok: bool = False) -> Any:
+    """One JSON document, retried on connection errors and 5xx like a download; None for a
+    404 when `absent_ok`."""
     import requests
 
     check_scheme(url, policy)
@@ -191,6 +224,8 @@ def _get_json(url: str, policy: DownloadPolicy) -> Any:
             if response.status_code >= 500:
                 reason = f"HTTP {response.status_code}"
                 continue
+            if response.status_code == 404 and absent_ok:
+                return None
             if response.status_code != 200:
                 raise FetchError(
                     f"{url}: HTTP {response.status_code}; check the package name and the index "

@@ -7,6 +7,10 @@ since 1.19 must have its shipped profile (bundler.rules.derive.catalogue). For e
 flavour, each
 component package is compared with the newest version its component sets pin, within the same
 major (a cuDNN 10 or a CUDA 14 is another flavour's business, not drift).
+
+The EP packs (ORT's plugin execution providers, shipped as packages of their own) are listed with
+their newest release for Windows, for information: no profile ships one yet, so they never make
+the catalogue behind; an index that does not have one (a private mirror) lists it as absent.
 """
 
 from __future__ import annotations
@@ -18,7 +22,21 @@ from bundler.acquire.download import DownloadPolicy
 from bundler.profiles import available_profiles
 from bundler.rules.derive.catalogue import PACKAGES, SINCE
 from bundler.rules.derive.flavours import Flavour, available_flavours, load_flavour
-from bundler.rules.derive.index import newest_per_minor, released_versions, version_key
+from bundler.rules.derive.index import (
+    newest_per_minor,
+    platform_releases,
+    released_versions,
+    version_key,
+)
+
+# The plugin execution providers on PyPI (pypi.org/project/<name>/, read 2026-12): packages
+# that load into onnxruntime >= 1.23 through the Plugin EP ABI. No profile ships one yet.
+EP_PACKS = (
+    "onnxruntime-ep-nv-tensorrt-rtx-cu13",
+    "onnxruntime-ep-nv-tensorrt-rtx-cu12",
+    "onnxruntime-ep-openvino",
+    "onnxruntime-ep-webgpu",
+)
 
 
 @dataclass(frozen=True)
@@ -38,24 +56,39 @@ class NewerComponent:
 
 
 @dataclass(frozen=True)
+class EpPack:
+    package: str
+    newest: str | None  # the newest release with a Windows wheel; None: not on the index
+    listed: bool  # False: the index has no such project
+
+
+@dataclass(frozen=True)
 class Outdated:
     index_url: str
     missing: tuple[MissingRelease, ...] = ()
     components: tuple[NewerComponent, ...] = ()
     checked: dict[str, list[str]] = field(default_factory=dict)  # package -> releases seen
+    ep_packs: tuple[EpPack, ...] = ()  # for information: never part of `current`
 
     @property
     def current(self) -> bool:
         return not (self.missing or self.components)
+
+    @property
+    def behind(self) -> int:
+        """How many releases the catalogue misses: ORT releases and component releases."""
+        return len(self.missing) + len(self.components)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema_version": 1,
             "index_url": self.index_url,
             "current": self.current,
+            "behind": self.behind,
             "missing_releases": [vars(item) for item in self.missing],
             "newer_components": [vars(item) for item in self.components],
             "releases_checked": self.checked,
+            "ep_packs": [vars(item) for item in self.ep_packs],
         }
 
 
@@ -80,7 +113,13 @@ def outdated(index_url: str, policy: DownloadPolicy) -> Outdated:
         for name in sorted(available_flavours())
         for newer in _newer_components(load_flavour(name), index_url, policy)
     ]
-    return Outdated(index_url, tuple(missing), tuple(components), checked)
+    packs = tuple(_ep_pack(name, carrier.architecture, index_url, policy) for name in EP_PACKS)
+    return Outdated(index_url, tuple(missing), tuple(components), checked, packs)
+
+
+def _ep_pack(package: str, architecture: str, index_url: str, policy: DownloadPolicy) -> EpPack:
+    releases = platform_releases(package, architecture, index_url, policy)
+    return EpPack(package, releases[-1] if releases else None, releases is not None)
 
 
 def _has_profile(kind: str, release: str, shipped: set[str]) -> bool:
