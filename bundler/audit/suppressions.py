@@ -42,7 +42,7 @@ def parse_suppression(text: str) -> Suppression:
     if code not in CATALOGUE:
         raise ConfigError(
             f"--ignore {text!r}: {code!r} is not a finding code or name; "
-            "the codes are listed in the README (Auditing a folder) and in --json output."
+            "the codes are listed in docs/auditing.md and in --json output."
         )
     return Suppression(code, pattern or None)
 
