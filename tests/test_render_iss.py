@@ -343,7 +343,7 @@ def test_bundle_toml_render_settings_apply_and_flags_win(cpu_cache: Path, tmp_pa
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--iss-compression", "gzip"), "compression 'gzip'"),
+        (("--iss-compression", "gzip"), "--iss-compression gzip: not an Inno Setup compression"),
         (("--app-name", "two\nlines"), "control character"),
         (("--archive", "bundle.tar"), "name the archive PATH.zip or PATH.7z"),
     ],
