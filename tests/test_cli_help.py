@@ -43,7 +43,10 @@ def rich_help(*words: str) -> str:
     env = {**os.environ, "COLUMNS": "1000", "TERM": "xterm", "TYPER_USE_RICH": "1"}
     env.pop("NO_COLOR", None)
     result = subprocess.run(
-        [sys.executable, "-m", "bundler", *words, "--help"], capture_output=True, text=True, env=env
+        [sys.executable, "-m", "bundler", *words, "--help"],
+        capture_output=True,
+        encoding="utf-8",
+        env=env,
     )
     assert result.returncode == 0, result.stderr
     return " ".join(result.stdout.split())
@@ -52,7 +55,7 @@ def rich_help(*words: str) -> str:
 @pytest.fixture(scope="module")
 def usage_page() -> str:
     result = subprocess.run(
-        [sys.executable, str(REPO / "tools" / "usage.py")], capture_output=True, text=True
+        [sys.executable, str(REPO / "tools" / "usage.py")], capture_output=True, encoding="utf-8"
     )
     assert result.returncode == 0, result.stderr
     return result.stdout
