@@ -29,11 +29,15 @@ class Options:
         profile: T | None = None,
         default: T | None = None,
         default_factory: Callable[[], T] | None = None,
+        env: tuple[str, T | None] | None = None,
     ) -> T | None:
-        """The first of flag > bundle.toml > profile > default that is not None; a default
-        that costs something to find (an import, a lookup) comes from `default_factory`,
-        called only when nothing else decided."""
-        for value, origin in ((flag, FLAG), (config, CONFIG), (profile, PROFILE)):
+        """The first of flag > environment variable > bundle.toml > profile > default that is
+        not None; `env` is the variable's name and its value (read by the caller, converted);
+        a default that costs something to find (an import, a lookup) comes from
+        `default_factory`, called only when nothing else decided."""
+        variable = (env[1], f"${env[0]}") if env is not None else (None, "")
+        layers = ((flag, FLAG), variable, (config, CONFIG), (profile, PROFILE))
+        for value, origin in layers:
             if value is not None:
                 return self._chosen(name, value, origin)
         if default is None and default_factory is not None:

@@ -87,3 +87,40 @@ def test_a_bundle_toml_that_is_not_utf_8_is_named_with_the_fix(tmp_path: Path) -
     with pytest.raises(ConfigError, match="not UTF-8") as caught:
         load_config(config)
     assert str(config) in str(caught.value) and "save it as UTF-8" in str(caught.value)
+
+
+def test_an_environment_variable_comes_after_the_flag_and_before_the_file() -> None:
+    picked = Options()
+    variable = ("BUNDLE_CACHE_DIR", Path("from-env"))
+    assert picked.pick("cache_dir", None, Path("toml"), env=variable) == Path("from-env")
+    assert picked.origins["cache_dir"] == "$BUNDLE_CACHE_DIR"
+    assert picked.pick("cache_dir", Path("flag"), env=variable) == Path("flag")
+    assert picked.origins["cache_dir"] == "flag"
+    assert picked.pick("cache_dir", None, env=("BUNDLE_CACHE_DIR", None), default=Path("d"))
+    assert picked.origins["cache_dir"] == "default"
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("given", ["flag", "$BUNDLE_CACHE_DIR", "default"])
+def test_build_says_where_its_cache_folder_came_from(
+    given: str, gpu_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30: $BUNDLE_CACHE_DIR was reported as coming from "default". The user cache is
+    made the test's cache through $XDG_CACHE_HOME (platformdirs: $XDG_CACHE_HOME/bundle)."""
+    xdg = tmp_path / "xdg"
+    xdg.mkdir()
+    (xdg / "bundle").symlink_to(gpu_cache, target_is_directory=True)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(xdg))
+    monkeypatch.delenv("BUNDLE_CACHE_DIR", raising=False)
+    args = [str(HELLO), "--profile", "ort-1.19.2-gpu-cuda12", "--out", str(tmp_path / "dist")]
+    expected = str(gpu_cache)
+    if given == "flag":
+        args += ["--cache-dir", str(gpu_cache)]
+    elif given == "$BUNDLE_CACHE_DIR":
+        monkeypatch.setenv("BUNDLE_CACHE_DIR", str(gpu_cache))
+    else:
+        expected = str(xdg / "bundle")
+    result = build(*args, "--dry-run", "--json", "--offline")
+    assert result.returncode == 0, result.stderr
+    setting = json.loads(result.stdout)["settings"]["cache_dir"]
+    assert setting == {"value": expected, "from": given}

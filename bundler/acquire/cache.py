@@ -54,15 +54,26 @@ def choose_cache_dir(folder: Path | None) -> Path | None:
     return folder
 
 
+CACHE_ENV = "BUNDLE_CACHE_DIR"
+
+
 def default_cache_dir() -> Path:
-    """--cache-dir, else $BUNDLE_CACHE_DIR, else the platform's per-user cache folder (platformdirs:
-    $XDG_CACHE_HOME/bundle or ~/.cache/bundle, %LOCALAPPDATA%\\bundle\\Cache on Windows,
-    ~/Library/Caches/bundle on macOS)."""
+    """--cache-dir, else $BUNDLE_CACHE_DIR, else the platform's per-user cache folder."""
     if _chosen:
         return _chosen[0]
-    configured = os.environ.get("BUNDLE_CACHE_DIR")
-    if configured:
-        return Path(configured)
+    return env_cache_dir() or platform_cache_dir()
+
+
+def env_cache_dir() -> Path | None:
+    """$BUNDLE_CACHE_DIR, when set and not blank."""
+    configured = os.environ.get(CACHE_ENV, "").strip()
+    return Path(configured) if configured else None
+
+
+def platform_cache_dir() -> Path:
+    """The platform's per-user cache folder (platformdirs: $XDG_CACHE_HOME/bundle or
+    ~/.cache/bundle, %LOCALAPPDATA%\\bundle\\Cache on Windows, ~/Library/Caches/bundle on
+    macOS)."""
     from platformdirs import user_cache_path
 
     return user_cache_path("bundle", appauthor=False)

@@ -100,7 +100,12 @@ def build(
 ) -> None:
     """Deploy EXE's complete DLL closure next to it (or into --out), with a lock file and an
     Inno Setup script."""
-    from bundler.acquire.cache import default_cache_dir
+    from bundler.acquire.cache import (
+        CACHE_ENV,
+        default_cache_dir,
+        env_cache_dir,
+        platform_cache_dir,
+    )
     from bundler.cli.progress import progress_for
     from bundler.ship.build import BuildOptions
     from bundler.ship.build import build as run_build
@@ -114,7 +119,12 @@ def build(
         exe=chosen_exe,
         profile=picked.pick("profile", profile or ort, settings.profile, None, DEFAULT_PROFILE)
         or DEFAULT_PROFILE,
-        cache_dir=picked.pick("cache_dir", sources.cache_dir, default_factory=default_cache_dir)
+        cache_dir=picked.pick(
+            "cache_dir",
+            sources.cache_dir,
+            env=(CACHE_ENV, env_cache_dir()),
+            default_factory=platform_cache_dir,
+        )
         or default_cache_dir(),
         out=picked.pick("out", out, settings.out),
         search=tuple(search or ()) + settings.search,
@@ -273,7 +283,9 @@ def msbuild(
 ) -> None:
     """Lay out a folder for Visual Studio: ORT's headers, import library and DLL closure, with
     ort-bundle.props and ort-bundle.targets to import in a .vcxproj."""
-    from bundler.acquire.cache import default_cache_dir
+    from bundler.acquire.cache import (
+        default_cache_dir,
+    )
     from bundler.cli.progress import progress_for
     from bundler.ship.msbuild import MsbuildOptions, lay_out
 
