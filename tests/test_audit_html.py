@@ -30,6 +30,7 @@ from bundler.audit.run import audit
 from bundler.errors import OutputError
 from bundler.findings import Severity
 from bundler.plan import Status
+from bundler.render.engine import Templates
 from tests.conftest import DIRECTML, REPO, require
 from tests.support.chromium import CHROMIUM, WINDOW, Image, PageLoad, load_page, read_png, rgb
 from tests.support.pefactory import PESpec, write_pe
@@ -43,6 +44,8 @@ from tests.test_audit import (
 )
 from tests.test_audit import gpu_bundle as gpu_bundle  # the module fixture, reused
 from tests.test_real_closure import GPU_BUNDLE
+
+TEMPLATES = Templates(None)  # renders without keeping anything between runs
 
 ORT_VERSION = (1, 19, 24, 903)
 CUDNN_VERSION = (9, 1, 0, 70)
@@ -176,7 +179,7 @@ def directml(tmp_path_factory: pytest.TempPathFactory) -> AuditReport:
 
 
 def test_a_node_per_file_and_one_for_windows(whole: AuditReport) -> None:
-    page = audit_html(whole)
+    page = audit_html(TEMPLATES, whole)
     graph = nodes(page)
     bundled = {name.lower() for name in SYNTHETIC_GPU} - {"hello.exe"}
     assert set(graph) == bundled | {"hello.exe", DRIVER, WINDOWS}
@@ -193,13 +196,13 @@ def test_a_node_per_file_and_one_for_windows(whole: AuditReport) -> None:
 
 
 def test_edges_are_styled_by_how_the_dll_loads(whole: AuditReport, directml: AuditReport) -> None:
-    gpu = edges(audit_html(whole))
+    gpu = edges(audit_html(TEMPLATES, whole))
     runtime = gpu[("onnxruntime.dll", PROVIDER)]
     imported = gpu[(PROVIDER, "cudnn64_9.dll")]
     assert runtime["data-kind"] == "runtime" and runtime.get("stroke-dasharray")
     assert gpu[("cudart64_12.dll", DRIVER)]["data-kind"] == "runtime"
     assert imported["data-kind"] == "import" and "stroke-dasharray" not in imported
-    dml = edges(audit_html(directml))
+    dml = edges(audit_html(TEMPLATES, directml))
     delayed = dml[("onnxruntime.dll", "directml.dll")]
     assert delayed["data-kind"] == "delay-import"
     assert delayed.get("stroke-dasharray") not in (None, runtime["stroke-dasharray"])
@@ -207,7 +210,7 @@ def test_edges_are_styled_by_how_the_dll_loads(whole: AuditReport, directml: Aud
 
 
 def test_a_missing_dll_is_a_red_marked_node(broken: AuditReport) -> None:
-    page = audit_html(broken)
+    page = audit_html(TEMPLATES, broken)
     graph = nodes(page)
     missing = graph["cudnn64_9.dll"]
     assert missing["data-status"] == "missing"
@@ -223,7 +226,7 @@ def test_findings_by_severity_then_the_suppressed_ones(broken: AuditReport) -> N
     assert {item.severity for item in broken.findings} == set(Severity)
     stray = tuple(item for item in broken.findings if item.code == "BA303")
     kept = tuple(item for item in broken.findings if item.code != "BA303")
-    page = audit_html(replace(broken, findings=kept, suppressed=stray))
+    page = audit_html(TEMPLATES, replace(broken, findings=kept, suppressed=stray))
     shown = findings_order(page, "findings")
     assert shown == [item.code for item in kept] == ["BA101", "BA103", "BA305"]
     assert findings_order(page, "suppressed") == ["BA303"]
@@ -251,7 +254,7 @@ def test_the_verdict_states_the_exit_code(
         errors = [item for item in report.findings if item.severity is Severity.ERROR]
         rest = tuple(item for item in report.findings if item not in errors)
         report = replace(report, findings=rest, suppressed=tuple(errors))
-    page = audit_html(report)
+    page = audit_html(TEMPLATES, report)
     (verdict,) = [attrs for tag, attrs in tags(page) if attrs.get("id") == "verdict"]
     assert verdict["data-exit-code"] == exit_code
     assert says in page
@@ -262,7 +265,7 @@ def test_bytes_by_component(tmp_path: Path) -> None:
     write_pe(folder / "hello.exe", PESpec(dll=False, imports=("onnxruntime.dll", "zlib1.dll")))
     write_pe(folder / "zlib1.dll", PESpec(padding=3000))  # nothing says whose: Other
     write_pe(folder / "cudnn64_9.dll", PESpec(padding=50_000, file_version=CUDNN_VERSION))
-    page = audit_html(audit(folder, GPU))
+    page = audit_html(TEMPLATES, audit(folder, GPU))
     parts = {a["data-component"]: int(a["data-bytes"]) for a in classed(page, "g", "component")}
 
     def size(*patterns: str) -> int:
@@ -283,14 +286,14 @@ def test_bytes_by_component(tmp_path: Path) -> None:
 
 
 def test_directml_is_its_own_component(directml: AuditReport) -> None:
-    page = audit_html(directml)
+    page = audit_html(TEMPLATES, directml)
     parts = {a["data-component"]: int(a["data-bytes"]) for a in classed(page, "g", "component")}
     assert parts["DirectML"] == (directml.folder / "DirectML.dll").stat().st_size
     assert set(parts) == {"ONNX Runtime", "DirectML", "VC++ runtime", "App"}
 
 
 def test_file_names_are_escaped(broken: AuditReport) -> None:
-    page = audit_html(broken)
+    page = audit_html(TEMPLATES, broken)
     assert "BA303" in findings_order(page, "findings")  # the name is in the page...
     assert "&lt;img src=x onerror=alert(1)&gt;.dll" in page
     assert "<img" not in page  # ...as text only
@@ -299,11 +302,11 @@ def test_file_names_are_escaped(broken: AuditReport) -> None:
 def test_same_bytes_in_another_process(broken: AuditReport, tmp_path: Path) -> None:
     """Sets iterate in another order under another hash seed: the page must not care."""
     ours, theirs = tmp_path / "ours.html", tmp_path / "theirs.html"
-    write_html(broken, ours)
+    write_html(TEMPLATES, broken, ours)
     script = (
         "import sys; from pathlib import Path; from bundler.audit.run import audit; "
-        "from bundler.audit.html import write_html; "
-        "write_html(audit(Path(sys.argv[1]), sys.argv[2]), Path(sys.argv[3]))"
+        "from bundler.audit.html import write_html; from bundler.render.engine import Templates; "
+        "write_html(Templates(None), audit(Path(sys.argv[1]), sys.argv[2]), Path(sys.argv[3]))"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     args = [sys.executable, "-c", script, str(broken.folder), GPU, str(theirs)]
@@ -317,7 +320,7 @@ CSP = "Content-Security-Policy"
 
 
 def test_the_policy_allows_only_the_page_script(whole: AuditReport) -> None:
-    page = audit_html(whole)
+    page = audit_html(TEMPLATES, whole)
     (policy,) = [a["content"] for _, a in tags(page) if a.get("http-equiv") == CSP]
     (script,) = re.findall(r"<script>(.*?)</script>", page, re.DOTALL)
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
@@ -335,8 +338,8 @@ class FakeProof:
 
 
 def test_load_proof_is_shown_when_there_is_one(whole: AuditReport) -> None:
-    assert 'id="load-proof"' not in audit_html(whole)
-    page = audit_html(replace(whole, load_proof=cast(Any, FakeProof())))
+    assert 'id="load-proof"' not in audit_html(TEMPLATES, whole)
+    page = audit_html(TEMPLATES, replace(whole, load_proof=cast(Any, FakeProof())))
     proof = page.split('id="load-proof"', 1)[1].split("</section>", 1)[0]
     assert "wine 8.0" in proof and "onnxruntime.dll" in proof and "&lt;b&gt;.dll" in proof
 
@@ -346,7 +349,7 @@ def test_an_unwritable_target_is_an_output_error_naming_it(
 ) -> None:
     (tmp_path / "file").write_text("not a folder")
     with pytest.raises(OutputError, match=r"audit\.html"):
-        write_html(whole, tmp_path / "file" / "audit.html")
+        write_html(TEMPLATES, whole, tmp_path / "file" / "audit.html")
 
 
 # --- a real browser ------------------------------------------------------------------------------
@@ -379,7 +382,7 @@ def test_the_browser_checks_catch_a_broken_page(browser: str, tmp_path: Path) ->
 
 
 def test_a_synthetic_page_in_the_browser(browser: str, broken: AuditReport, tmp_path: Path) -> None:
-    write_html(broken, tmp_path / "audit.html")
+    write_html(TEMPLATES, broken, tmp_path / "audit.html")
     anchor = finding_anchor(broken, "BA103")
     loaded = load_page(tmp_path / "audit.html", tmp_path / "run", fragment=anchor)
     assert loaded.console == [] and loaded.requests == []
@@ -415,7 +418,7 @@ def real_pages(
     pages = {}
     for name, folder in folders.items():
         path = work / f"{name}.html"
-        write_html(audit(folder), path)
+        write_html(TEMPLATES, audit(folder), path)
         pages[name] = (path.read_text(encoding="utf-8"), load_page(path, work / f"run-{name}"))
     return pages
 

@@ -26,7 +26,7 @@ import pytest
 
 from bundler.errors import ConfigError, ExitCode
 from bundler.lock import LOCK_NAME, Lock, LockedFile, read_lock
-from bundler.render.engine import msbuild_escape, xml_text
+from bundler.render.engine import Templates, msbuild_escape, xml_text
 from bundler.render.msbuild import (
     PROPS_NAME,
     TARGETS_NAME,
@@ -40,6 +40,8 @@ from tests.support.httpserver import HttpServer
 from tests.support.pefactory import PESpec, build_pe
 from tests.support.replica import HEADERS, TOP, ZIP_NAME, Replica, build_replica, write_release_zip
 from tests.support.wine import Wine
+
+TEMPLATES = Templates(None)  # renders without keeping anything between runs
 
 GOLDEN = Path(__file__).parent / "golden"
 MSB = "{http://schemas.microsoft.com/developer/msbuild/2003}"
@@ -117,7 +119,7 @@ def test_golden_files_with_a_profile_name_full_of_special_characters(tmp_path: P
     character is escaped, and the folder's own odd path appears nowhere."""
     folder = tmp_path / "a%b;c&d'e ünï"
     lock = folder_lock(profile='odd %;&\'é <$(x)> @(y) "z" *?')
-    written = write_msbuild_files(lock, folder)
+    written = write_msbuild_files(TEMPLATES, lock, folder)
     for path in written.paths:
         data = path.read_bytes()
         assert data == (GOLDEN / f"escaping.{path.name}").read_bytes(), path.name
@@ -130,25 +132,25 @@ def test_golden_files_with_a_profile_name_full_of_special_characters(tmp_path: P
 
 
 def test_rendering_twice_gives_the_same_bytes_and_writes_nothing(tmp_path: Path) -> None:
-    first = write_msbuild_files(folder_lock(), tmp_path)
+    first = write_msbuild_files(TEMPLATES, folder_lock(), tmp_path)
     before = {path: (path.read_bytes(), path.stat().st_mtime_ns) for path in first.paths}
-    second = write_msbuild_files(folder_lock(), tmp_path)
+    second = write_msbuild_files(TEMPLATES, folder_lock(), tmp_path)
     assert first.changed == first.paths and second.changed == ()
     assert {path: (path.read_bytes(), path.stat().st_mtime_ns) for path in second.paths} == before
-    assert render_msbuild(msbuild_values(folder_lock())) == render_msbuild(
-        msbuild_values(folder_lock())
+    assert render_msbuild(TEMPLATES, msbuild_values(folder_lock())) == render_msbuild(
+        TEMPLATES, msbuild_values(folder_lock())
     )
 
 
 def test_files_are_utf8_with_bom_and_crlf(tmp_path: Path) -> None:
-    for path in write_msbuild_files(folder_lock(), tmp_path).paths:
+    for path in write_msbuild_files(TEMPLATES, folder_lock(), tmp_path).paths:
         data = path.read_bytes()
         assert data.startswith(b"\xef\xbb\xbf<?xml")
         assert data.count(b"\n") == data.count(b"\r\n")
 
 
 def test_an_x86_profile_targets_the_win32_platform() -> None:
-    texts = render_msbuild(msbuild_values(folder_lock(architecture="x86")))
+    texts = render_msbuild(TEMPLATES, msbuild_values(folder_lock(architecture="x86")))
     assert "'$(Platform)'=='Win32'" in texts[PROPS_NAME]
     assert "'$(Platform)'=='Win32'" in texts[TARGETS_NAME]
 
@@ -163,7 +165,7 @@ def parse(text: str) -> ET.Element:
 def test_props_prepend_to_the_item_definitions_of_the_platform_only() -> None:
     """ItemDefinitionGroup (ignored by xbuild): each value puts ours first and keeps what the
     project already has, for x64 only; the paths are the properties xbuild does evaluate."""
-    root = parse(render_msbuild(msbuild_values(folder_lock()))[PROPS_NAME])
+    root = parse(render_msbuild(TEMPLATES, msbuild_values(folder_lock()))[PROPS_NAME])
     (group,) = root.findall(f"{MSB}ItemDefinitionGroup")
     assert group.get("Condition") == "'$(Platform)'=='x64'"
     metadata = {
@@ -189,7 +191,7 @@ def test_props_prepend_to_the_item_definitions_of_the_platform_only() -> None:
 def test_targets_copy_after_build_and_register_the_copies_for_clean() -> None:
     """AfterTargets, Copy with SkipUnchangedFiles and FileWrites as MSBuild needs them; xbuild
     runs these too (below), this pins the exact constructs."""
-    root = parse(render_msbuild(msbuild_values(folder_lock()))[TARGETS_NAME])
+    root = parse(render_msbuild(TEMPLATES, msbuild_values(folder_lock()))[TARGETS_NAME])
     (items,) = root.findall(f"{MSB}ItemGroup")
     assert items.get("Condition") == "'$(Platform)'=='x64'"
     dlls = items.find(f"{MSB}OrtBundleDll")

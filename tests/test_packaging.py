@@ -80,8 +80,10 @@ def test_wheel_contains_the_msbuild_templates(wheel: Path, tmp_path: Path) -> No
     )  # fmt: skip
     code = (
         "from pathlib import Path; from bundler.lock import Lock; "
+        "from bundler.render.engine import Templates; "
         "from bundler.render.msbuild import write_msbuild_files; "
-        "print(len(write_msbuild_files(Lock('p', 'x64', 'app-local', ()), Path('out')).paths))"
+        "templates, lock = Templates(Path('cache')), Lock('p', 'x64', 'app-local', ()); "
+        "print(len(write_msbuild_files(templates, lock, Path('out')).paths))"
     )
     rendered = subprocess.run(
         [sys.executable, "-c", code],

@@ -33,7 +33,7 @@ import pytest
 
 from bundler.errors import ConfigError
 from bundler.lock import Lock, LockedFile, read_lock
-from bundler.render.engine import cmd_call_quoted, cmd_quoted, cmd_text
+from bundler.render.engine import Templates, cmd_call_quoted, cmd_quoted, cmd_text
 from bundler.render.postbuild import (
     EVENT_NAME,
     PLACEHOLDER,
@@ -44,6 +44,8 @@ from bundler.render.postbuild import (
 )
 from tests.conftest import CPU, HELLO, bundle_from_cache, hello_cpu, require
 from tests.support.wine import Wine
+
+TEMPLATES = Templates(None)  # renders without keeping anything between runs
 
 GOLDEN = Path(__file__).parent / "golden"
 # A target as hard as a real $(OutDir) can be: blanks, parentheses, &, non-ASCII.
@@ -224,7 +226,7 @@ def test_escaping_golden(tmp_path: Path) -> None:
     """tests/golden/postbuild-escaping.cmd was checked line by line against cmd's rules (the
     next test spells out the trickiest lines), and test_escaping_golden_runs_in_wines_cmd runs
     the same script on files with these names."""
-    write_postbuild(escaping_lock(), tmp_path, tmp_path, PostbuildSettings())
+    write_postbuild(TEMPLATES, escaping_lock(), tmp_path, tmp_path, PostbuildSettings())
     expected = (GOLDEN / "postbuild-escaping.cmd").read_bytes()
     assert (tmp_path / POSTBUILD_NAME).read_bytes() == expected
 
@@ -253,7 +255,9 @@ def test_written_script_is_deterministic_crlf_without_bom(tmp_path: Path) -> Non
     first = tmp_path / "a"
     rendered = []
     for _ in range(2):
-        write_postbuild(escaping_lock(), tmp_path, first, PostbuildSettings(tmp_path / "proj"))
+        write_postbuild(
+            TEMPLATES, escaping_lock(), tmp_path, first, PostbuildSettings(tmp_path / "proj")
+        )
         rendered.append(
             {name: (first / name).read_bytes() for name in (POSTBUILD_NAME, EVENT_NAME)}
         )
@@ -265,7 +269,7 @@ def test_written_script_is_deterministic_crlf_without_bom(tmp_path: Path) -> Non
         data.decode("utf-8")
     assert (first / POSTBUILD_NAME).read_bytes().isascii() is False
     ascii_lock = sample_lock(locked("onnxruntime.dll"))
-    write_postbuild(ascii_lock, tmp_path, first, PostbuildSettings())
+    write_postbuild(TEMPLATES, ascii_lock, tmp_path, first, PostbuildSettings())
     plain = (first / POSTBUILD_NAME).read_bytes()
     assert plain.isascii()
     assert b"chcp" not in plain  # an ASCII script leaves the caller's code page alone
@@ -288,7 +292,7 @@ def test_event_names_the_script_relative_to_the_project(tmp_path: Path) -> None:
     bundle = tmp_path / "out" / "bündel & co; it's $(x) @1"
     bundle.mkdir(parents=True)
     project = tmp_path / "src" / "app"
-    result = write_postbuild(escaping_lock(), bundle, bundle, PostbuildSettings(project))
+    result = write_postbuild(TEMPLATES, escaping_lock(), bundle, bundle, PostbuildSettings(project))
     assert result.project_relative
     command = event_command(result.event)
     assert command == (
@@ -306,7 +310,7 @@ def test_event_names_the_script_relative_to_the_project(tmp_path: Path) -> None:
 
 
 def test_event_without_the_project_holds_a_placeholder(tmp_path: Path) -> None:
-    result = write_postbuild(escaping_lock(), tmp_path, tmp_path, PostbuildSettings())
+    result = write_postbuild(TEMPLATES, escaping_lock(), tmp_path, tmp_path, PostbuildSettings())
     assert not result.project_relative
     assert (
         event_command(result.event) == f'call "$(ProjectDir){PLACEHOLDER}postbuild.cmd" "$(OutDir)"'
@@ -318,13 +322,13 @@ def test_event_refuses_a_folder_call_cannot_pass(tmp_path: Path) -> None:
     bundle = tmp_path / "100% done"
     bundle.mkdir()
     with pytest.raises(ConfigError, match="CALL"):
-        write_postbuild(escaping_lock(), bundle, bundle, PostbuildSettings(tmp_path))
+        write_postbuild(TEMPLATES, escaping_lock(), bundle, bundle, PostbuildSettings(tmp_path))
 
 
 def test_script_elsewhere_reaches_the_bundle_from_its_own_folder(tmp_path: Path) -> None:
     bundle, out = tmp_path / "dist", tmp_path / "tools" / "post build"
     bundle.mkdir()
-    write_postbuild(sample_lock(locked("a.dll")), bundle, out, PostbuildSettings())
+    write_postbuild(TEMPLATES, sample_lock(locked("a.dll")), bundle, out, PostbuildSettings())
     lines = (out / POSTBUILD_NAME).read_text(encoding="utf-8").splitlines()
     assert 'set "SOURCE=%~dp0..\\..\\dist\\"' in lines
 
@@ -362,7 +366,7 @@ def utf8_cmd(wine: Wine, tmp_path: Path, utf8_locale: dict[str, str]) -> Cmd:
 
 def test_escaping_golden_runs_in_wines_cmd(utf8_cmd: Cmd, tmp_path: Path) -> None:
     bundle = escaping_bundle(tmp_path)
-    write_postbuild(escaping_lock(), bundle, bundle, PostbuildSettings())
+    write_postbuild(TEMPLATES, escaping_lock(), bundle, bundle, PostbuildSettings())
     target = tmp_path / HARD_TARGET
     run = utf8_cmd.run(bundle / POSTBUILD_NAME, target_arg(target))
     assert run.returncode == 0, run.stdout + run.stderr
@@ -382,7 +386,7 @@ def test_event_command_runs_in_wines_cmd(utf8_cmd: Cmd, tmp_path: Path) -> None:
     bundle = escaping_bundle(tmp_path / "out")
     project = tmp_path / "src" / "app (x64)"
     project.mkdir(parents=True)
-    result = write_postbuild(escaping_lock(), bundle, bundle, PostbuildSettings(project))
+    result = write_postbuild(TEMPLATES, escaping_lock(), bundle, bundle, PostbuildSettings(project))
     target = tmp_path / "x64" / "Release ünï"
     command = event_command(result.event)
     command = command.replace("$(ProjectDir)", windows(project) + "\\")
@@ -481,7 +485,9 @@ def test_licenses_switch_copies_the_licence_tree(
 def test_a_wrong_command_line_gets_the_usage_and_exit_2(
     cmd: Cmd, tmp_path: Path, args: str
 ) -> None:
-    write_postbuild(sample_lock(locked("a.dll")), tmp_path, tmp_path, PostbuildSettings())
+    write_postbuild(
+        TEMPLATES, sample_lock(locked("a.dll")), tmp_path, tmp_path, PostbuildSettings()
+    )
     run = cmd.run(tmp_path / POSTBUILD_NAME, args)
     assert run.returncode == 2, run.stdout + run.stderr
     assert run.stderr.splitlines() == [

@@ -3,8 +3,8 @@ back without importing jinja2, and the cache never changes what a rendering says
 template, a damaged entry, values that are not plain data, True against 1, a crowded or an
 unwritable cache folder all still give the text the template engine gives.
 
-Every test has its own cache folder ($BUNDLE_CACHE_DIR under tmp_path) and clears the
-per-process caches (the folder, the sources' digest, the Jinja environment) before and after.
+Every test has its own cache folder ($BUNDLE_CACHE_DIR under tmp_path) and its own owner of the
+caches (Templates): a new owner is a new run, with the files under the cache folder kept.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,7 +24,7 @@ from bundler import resources
 from bundler.errors import ConfigError
 from bundler.lock import Lock, LockedFile
 from bundler.render import cache as render_cache
-from bundler.render import engine as render
+from bundler.render.engine import Templates
 from bundler.render.postbuild import SCRIPT_TEMPLATE, postbuild_values
 from tests.conftest import REPO
 from tests.support.httpserver import HttpServer
@@ -33,20 +33,17 @@ from tests.support.slowrelease import serve_slowly as serve
 from tests.test_concurrency import ENV, setup
 
 
-def clear_process_caches() -> None:
-    """What one run keeps in memory; the files under the cache folder stay."""
-    render_cache.cache_folder.cache_clear()
-    render_cache._sources_digest.cache_clear()
-    render.environment.cache_clear()
-
-
 @pytest.fixture(autouse=True)
-def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "cache"
     monkeypatch.setenv("BUNDLE_CACHE_DIR", str(folder))
-    clear_process_caches()
-    yield folder
-    clear_process_caches()
+    return folder
+
+
+@pytest.fixture
+def engine(cache_dir: Path) -> Templates:
+    """One run's owner of the caches, over the test's cache folder."""
+    return Templates(cache_dir)
 
 
 @pytest.fixture
@@ -60,16 +57,16 @@ def templates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def engine_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The templates the engine really rendered (render.render calls the module's _render on
-    every miss, and only then)."""
+    """The templates the engine really rendered (Templates.render calls _render on every miss,
+    and only then)."""
     calls: list[str] = []
-    real = render._render
+    real = Templates._render
 
-    def counting(template: str, values: dict[str, object]) -> str:
+    def counting(self: Templates, template: str, values: dict[str, object]) -> str:
         calls.append(template)
-        return real(template, values)
+        return real(self, template, values)
 
-    monkeypatch.setattr(render, "_render", counting)
+    monkeypatch.setattr(Templates, "_render", counting)
     return calls
 
 
@@ -90,7 +87,8 @@ def entry_bytes(text: str) -> bytes:
 RUN = """
 import json, sys
 from bundler.lock import Lock, LockedFile
-from bundler.render.engine import render
+from bundler.acquire.cache import cache_root
+from bundler.render.engine import Templates
 from bundler.render.postbuild import SCRIPT_TEMPLATE, postbuild_values
 
 def locked(name, kind="bundled"):
@@ -103,7 +101,9 @@ lock = Lock("ort-1.19.2-cpu", "x64", "installer", (
     locked("licenses/onnxruntime/LICENSE", "license"),
 ), app="hello.exe")
 before = "jinja2" in sys.modules
-text = render(SCRIPT_TEMPLATE, **postbuild_values(lock, source="..\\\\bundle\\\\"))
+text = Templates(cache_root(None)).render(
+    SCRIPT_TEMPLATE, **postbuild_values(lock, source="..\\\\bundle\\\\")
+)
 print(json.dumps({"text": text, "before": before, "jinja2": "jinja2" in sys.modules}))
 """
 
@@ -155,10 +155,10 @@ def test_a_second_run_reads_the_postbuild_script_back_without_jinja2(cache_dir: 
     assert second["jinja2"] is False
     assert second["text"] == first["text"]
 
-    # The text both runs gave is the engine's own rendering (render._render bypasses the cache)
+    # The text both runs gave is the engine's own rendering (Templates._render bypasses the cache)
     # and is the real script: escaped and with the UTF-8 switch for the non-ASCII name.
     values = postbuild_values(sample_lock(), source="..\\bundle\\")
-    assert first["text"] == render._render(SCRIPT_TEMPLATE, values)
+    assert first["text"] == Templates(None)._render(SCRIPT_TEMPLATE, values)
     text = str(first["text"])
     assert '"%SOURCE%100%% ünï.dll"' in text
     assert 'set "SOURCE=%~dp0..\\bundle\\"' in text
@@ -168,17 +168,17 @@ def test_a_second_run_reads_the_postbuild_script_back_without_jinja2(cache_dir: 
 
 
 def test_a_valid_entry_is_what_render_returns(
-    templates: Path, cache_dir: Path, engine_calls: list[str]
+    templates: Path, cache_dir: Path, engine_calls: list[str], engine: Templates
 ) -> None:
     """The entry's format is the one documented: an entry written by hand is served as is."""
     (templates / "t.j2").write_text("Hello {{ name }}", encoding="utf-8")
-    key = render_cache.output_key("t.j2", {"name": "World"})
+    key = engine.output_key("t.j2", {"name": "World"})
     assert key is not None
     folder = cache_dir / "templates"
     folder.mkdir(parents=True)
     (folder / f"rendered-{key}").write_bytes(entry_bytes("from the cache: ünï"))
 
-    assert render.render("t.j2", name="World") == "from the cache: ünï"
+    assert engine.render("t.j2", name="World") == "from the cache: ünï"
     assert engine_calls == []
 
 
@@ -186,34 +186,36 @@ def test_a_valid_entry_is_what_render_returns(
 
 
 def test_an_edited_template_is_never_served_stale(
-    templates: Path, cache_dir: Path, engine_calls: list[str]
+    templates: Path, cache_dir: Path, engine_calls: list[str], engine: Templates
 ) -> None:
     template = templates / "t.j2"
     template.write_text("Hello {{ name }}", encoding="utf-8")
-    assert render.render("t.j2", name="World") == "Hello World"
-    assert render.render("t.j2", name="World") == "Hello World"
+    assert engine.render("t.j2", name="World") == "Hello World"
+    assert engine.render("t.j2", name="World") == "Hello World"
     assert engine_calls == ["t.j2"]  # the second was a hit
     stamp = template.stat()
 
     # Same length and, put back, the same modification time: only the content tells.
     template.write_text("Howdy {{ name }}", encoding="utf-8")
     os.utime(template, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
-    clear_process_caches()  # a new run; the folder on disk is kept
+    engine = Templates(cache_dir)  # a new run; the folder on disk is kept
     assert entries(cache_dir)
 
-    assert render.render("t.j2", name="World") == "Howdy World"
+    assert engine.render("t.j2", name="World") == "Howdy World"
     assert engine_calls == ["t.j2", "t.j2"]
 
 
-def test_an_edited_included_template_is_never_served_stale(templates: Path) -> None:
+def test_an_edited_included_template_is_never_served_stale(
+    templates: Path, engine: Templates
+) -> None:
     (templates / "t.j2").write_text('[{% include "part.j2" %}]', encoding="utf-8")
     part = templates / "part.j2"
     part.write_text("one {{ name }}", encoding="utf-8")
-    assert render.render("t.j2", name="x") == "[one x]"
+    assert engine.render("t.j2", name="x") == "[one x]"
 
     part.write_text("two {{ name }}", encoding="utf-8")
-    clear_process_caches()
-    assert render.render("t.j2", name="x") == "[two x]"
+    engine = Templates(engine.root)  # a new run
+    assert engine.render("t.j2", name="x") == "[two x]"
 
 
 # --- a damaged entry is a miss --------------------------------------------------------------------
@@ -238,21 +240,25 @@ def empty(data: bytes) -> bytes:
 
 @pytest.mark.parametrize("damage", [flip_body_byte, flip_checksum_byte, truncate, empty])
 def test_a_damaged_entry_is_a_miss_and_is_written_again(
-    templates: Path, cache_dir: Path, engine_calls: list[str], damage: Callable[[bytes], bytes]
+    templates: Path,
+    cache_dir: Path,
+    engine_calls: list[str],
+    damage: Callable[[bytes], bytes],
+    engine: Templates,
 ) -> None:
     (templates / "t.j2").write_text("Hello {{ name }}, ünï", encoding="utf-8")
-    assert render.render("t.j2", name="World") == "Hello World, ünï"
+    assert engine.render("t.j2", name="World") == "Hello World, ünï"
     [entry] = entries(cache_dir)
     assert entry.read_bytes() == entry_bytes("Hello World, ünï")
 
     entry.write_bytes(damage(entry.read_bytes()))
     assert entry.read_bytes() != entry_bytes("Hello World, ünï")
-    assert render.render("t.j2", name="World") == "Hello World, ünï"
+    assert engine.render("t.j2", name="World") == "Hello World, ünï"
     assert engine_calls == ["t.j2", "t.j2"]  # the damaged entry was not used
 
     assert entries(cache_dir) == [entry]
     assert entry.read_bytes() == entry_bytes("Hello World, ünï")
-    assert render.render("t.j2", name="World") == "Hello World, ünï"
+    assert engine.render("t.j2", name="World") == "Hello World, ünï"
     assert engine_calls == ["t.j2", "t.j2"]  # and the rewritten one verifies again
 
 
@@ -278,13 +284,13 @@ class Thing:
     ids=["path", "object", "in-list", "in-dict", "int-key", "set", "bytes"],
 )
 def test_values_that_are_not_plain_data_are_rendered_but_not_kept(
-    templates: Path, cache_dir: Path, engine_calls: list[str], value: object
+    templates: Path, cache_dir: Path, engine_calls: list[str], value: object, engine: Templates
 ) -> None:
     (templates / "t.j2").write_text("<{{ value }}>", encoding="utf-8")
-    assert render_cache.output_key("t.j2", {"value": value}) is None
+    assert engine.output_key("t.j2", {"value": value}) is None
     expected = f"<{value}>"  # Jinja without autoescape writes str(value)
-    assert render.render("t.j2", value=value) == expected
-    assert render.render("t.j2", value=value) == expected
+    assert engine.render("t.j2", value=value) == expected
+    assert engine.render("t.j2", value=value) == expected
     assert engine_calls == ["t.j2", "t.j2"]
     assert entries(cache_dir) == []
 
@@ -300,10 +306,12 @@ class LooksLikeX:
         return "y"
 
 
-def test_an_object_with_a_plain_repr_does_not_get_a_plain_values_entry(templates: Path) -> None:
+def test_an_object_with_a_plain_repr_does_not_get_a_plain_values_entry(
+    templates: Path, engine: Templates
+) -> None:
     (templates / "t.j2").write_text("{{ value }}", encoding="utf-8")
-    assert render.render("t.j2", value="x") == "x"
-    assert render.render("t.j2", value=LooksLikeX()) == "y"
+    assert engine.render("t.j2", value="x") == "x"
+    assert engine.render("t.j2", value=LooksLikeX()) == "y"
 
 
 class Shouty(str):
@@ -324,36 +332,43 @@ class Eleven(int):
     ids=["str-subclass", "int-subclass"],
 )
 def test_a_subclass_of_a_plain_type_never_answers_for_the_plain_value(
-    templates: Path, cache_dir: Path, odd: object, plain: object, odd_text: str, plain_text: str
+    templates: Path,
+    cache_dir: Path,
+    odd: object,
+    plain: object,
+    odd_text: str,
+    plain_text: str,
+    engine: Templates,
 ) -> None:
     (templates / "t.j2").write_text("{{ value }}", encoding="utf-8")
-    assert render_cache.output_key("t.j2", {"value": odd}) is None
-    assert render.render("t.j2", value=odd) == odd_text  # first: it must not be stored
-    assert render.render("t.j2", value=plain) == plain_text
-    assert render.render("t.j2", value=odd) == odd_text
-    assert render.render("t.j2", value=plain) == plain_text  # a hit now
+    assert engine.output_key("t.j2", {"value": odd}) is None
+    assert engine.render("t.j2", value=odd) == odd_text  # first: it must not be stored
+    assert engine.render("t.j2", value=plain) == plain_text
+    assert engine.render("t.j2", value=odd) == odd_text
+    assert engine.render("t.j2", value=plain) == plain_text  # a hit now
     assert len(entries(cache_dir)) == 1
 
 
 def test_a_list_holding_itself_is_rendered_as_jinja2_renders_it(
-    templates: Path, cache_dir: Path
+    templates: Path, cache_dir: Path, engine: Templates
 ) -> None:
     loop: list[object] = [1]
     loop.append(loop)
     (templates / "t.j2").write_text("{{ value }}", encoding="utf-8")
-    assert render_cache.output_key("t.j2", {"value": loop}) is None
-    assert render.render("t.j2", value=loop) == "[1, [...]]"  # str() of such a list
+    assert engine.output_key("t.j2", {"value": loop}) is None
+    assert engine.render("t.j2", value=loop) == "[1, [...]]"  # str() of such a list
     assert entries(cache_dir) == []
 
 
-def test_another_jinja2_gives_other_keys(templates: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_another_jinja2_gives_other_keys(
+    templates: Path, monkeypatch: pytest.MonkeyPatch, engine: Templates
+) -> None:
     """An upgraded jinja2 may render the same template differently: its file's identity is
     part of the key."""
     (templates / "t.j2").write_text("{{ value }}", encoding="utf-8")
-    before = render_cache.output_key("t.j2", {"value": "x"})
+    before = engine.output_key("t.j2", {"value": "x"})
     monkeypatch.setattr(render_cache, "_jinja2_identity", lambda: b"jinja2 of another size")
-    render_cache._sources_digest.cache_clear()
-    assert render_cache.output_key("t.j2", {"value": "x"}) not in (None, before)
+    assert Templates(engine.root).output_key("t.j2", {"value": "x"}) not in (None, before)
 
 
 # --- True is not 1 ------------------------------------------------------------------------------
@@ -378,17 +393,18 @@ def test_equal_looking_values_have_their_own_entries(
     other: object,
     one_text: str,
     other_text: str,
+    engine: Templates,
 ) -> None:
     (templates / "t.j2").write_text("{{ flag }}", encoding="utf-8")
-    one_key = render_cache.output_key("t.j2", {"flag": one})
-    other_key = render_cache.output_key("t.j2", {"flag": other})
+    one_key = engine.output_key("t.j2", {"flag": one})
+    other_key = engine.output_key("t.j2", {"flag": other})
     assert one_key is not None and other_key is not None
     assert one_key != other_key
 
     for _ in range(2):  # the second round is read from a warm cache
-        assert render.render("t.j2", flag=one) == one_text
-        assert render.render("t.j2", flag=other) == other_text
-        assert render.render("t.j2", flag=one) == one_text
+        assert engine.render("t.j2", flag=one) == one_text
+        assert engine.render("t.j2", flag=other) == other_text
+        assert engine.render("t.j2", flag=one) == one_text
     assert engine_calls == ["t.j2", "t.j2"]
     assert {entry.name for entry in entries(cache_dir)} == {
         f"rendered-{one_key}",
@@ -396,22 +412,24 @@ def test_equal_looking_values_have_their_own_entries(
     }
 
 
-def test_the_key_depends_on_the_template_name(templates: Path) -> None:
+def test_the_key_depends_on_the_template_name(templates: Path, engine: Templates) -> None:
     (templates / "a.j2").write_text("A {{ v }}", encoding="utf-8")
     (templates / "b.j2").write_text("B {{ v }}", encoding="utf-8")
-    assert render.render("a.j2", v=1) == "A 1"
-    assert render.render("b.j2", v=1) == "B 1"
-    assert render.render("a.j2", v=1) == "A 1"
+    assert engine.render("a.j2", v=1) == "A 1"
+    assert engine.render("b.j2", v=1) == "B 1"
+    assert engine.render("a.j2", v=1) == "A 1"
 
 
 # --- a failed rendering is not kept ---------------------------------------------------------------
 
 
-def test_a_refused_value_is_refused_again(templates: Path, cache_dir: Path) -> None:
+def test_a_refused_value_is_refused_again(
+    templates: Path, cache_dir: Path, engine: Templates
+) -> None:
     (templates / "t.j2").write_text('"{{ value | cmd_quoted }}"', encoding="utf-8")
     for _ in range(2):
         with pytest.raises(ConfigError, match="double quote"):
-            render.render("t.j2", value='a"b')
+            engine.render("t.j2", value='a"b')
     assert entries(cache_dir) == []
 
 
@@ -419,7 +437,7 @@ def test_a_refused_value_is_refused_again(templates: Path, cache_dir: Path) -> N
 
 
 def test_only_the_newest_entries_are_kept(
-    templates: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+    templates: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch, engine: Templates
 ) -> None:
     monkeypatch.setattr(render_cache, "KEEP", 3)
     (templates / "t.j2").write_text("n={{ n }}", encoding="utf-8")
@@ -430,8 +448,8 @@ def test_only_the_newest_entries_are_kept(
     stamps = {0: 50, 1: 10, 2: 40, 3: 20, 4: 30}
     keys: dict[int, str] = {}
     for n, offset in stamps.items():
-        assert render.render("t.j2", n=n) == f"n={n}"
-        key = render_cache.output_key("t.j2", {"n": n})
+        assert engine.render("t.j2", n=n) == f"n={n}"
+        key = engine.output_key("t.j2", {"n": n})
         assert key is not None
         keys[n] = key
         os.utime(folder / f"rendered-{key}", (base + offset, base + offset))
@@ -443,11 +461,15 @@ def test_only_the_newest_entries_are_kept(
     }
     # jinja2's compiled template shares the folder and is not an entry: it stays.
     assert [p for p in folder.iterdir() if not p.name.startswith("rendered-")]
-    assert render.render("t.j2", n=1) == "n=1"  # a pruned entry is simply rendered again
+    assert engine.render("t.j2", n=1) == "n=1"  # a pruned entry is simply rendered again
 
 
 def test_an_entry_read_again_is_kept_longer(
-    templates: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch, engine_calls: list[str]
+    templates: Path,
+    cache_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    engine_calls: list[str],
+    engine: Templates,
 ) -> None:
     """Pruning goes by last use: a hit renews the entry."""
     monkeypatch.setattr(render_cache, "KEEP", 2)
@@ -455,12 +477,12 @@ def test_an_entry_read_again_is_kept_longer(
     folder = cache_dir / "templates"
     old = time.time() - 1000
     for n in (0, 1):
-        render.render("t.j2", n=n)
-        key = render_cache.output_key("t.j2", {"n": n})
+        engine.render("t.j2", n=n)
+        key = engine.output_key("t.j2", {"n": n})
         os.utime(folder / f"rendered-{key}", (old + n, old + n))  # 0 is the oldest
-    assert render.render("t.j2", n=0) == "n=0"  # a hit: 0 is now the newest
-    render.render("t.j2", n=2)  # a third entry: the least recently used (1) goes
-    kept = {render_cache.output_key("t.j2", {"n": n}) for n in (0, 2)}
+    assert engine.render("t.j2", n=0) == "n=0"  # a hit: 0 is now the newest
+    engine.render("t.j2", n=2)  # a third entry: the least recently used (1) goes
+    kept = {engine.output_key("t.j2", {"n": n}) for n in (0, 2)}
     assert {entry.name for entry in entries(cache_dir)} == {f"rendered-{key}" for key in kept}
     assert engine_calls == ["t.j2", "t.j2", "t.j2"]
 
@@ -473,29 +495,28 @@ def test_an_unwritable_cache_folder_only_means_rendering(
 ) -> None:
     blocker = tmp_path / "a file"
     blocker.write_text("not a folder", encoding="utf-8")
-    monkeypatch.setenv("BUNDLE_CACHE_DIR", str(blocker / "cache"))
-    clear_process_caches()
+    engine = Templates(blocker / "cache")
     (templates / "t.j2").write_text("Hello {{ name }}", encoding="utf-8")
 
-    assert render_cache.cache_folder() is None
-    assert render.render("t.j2", name="World") == "Hello World"
-    assert render.render("t.j2", name="World") == "Hello World"
+    assert engine.folder is None
+    assert engine.render("t.j2", name="World") == "Hello World"
+    assert engine.render("t.j2", name="World") == "Hello World"
     assert engine_calls == ["t.j2", "t.j2"]
     assert blocker.read_text(encoding="utf-8") == "not a folder"
 
 
 def test_an_entry_that_cannot_be_written_only_means_rendering(
-    templates: Path, cache_dir: Path, engine_calls: list[str]
+    templates: Path, cache_dir: Path, engine_calls: list[str], engine: Templates
 ) -> None:
     """The folder exists but a folder stands where the entry would go: neither reading nor
     replacing it works, and no temporary file is left behind."""
     (templates / "t.j2").write_text("Hello {{ name }}", encoding="utf-8")
-    key = render_cache.output_key("t.j2", {"name": "World"})
+    key = engine.output_key("t.j2", {"name": "World"})
     folder = cache_dir / "templates"
     (folder / f"rendered-{key}").mkdir(parents=True)
 
-    assert render.render("t.j2", name="World") == "Hello World"
-    assert render.render("t.j2", name="World") == "Hello World"
+    assert engine.render("t.j2", name="World") == "Hello World"
+    assert engine.render("t.j2", name="World") == "Hello World"
     assert engine_calls == ["t.j2", "t.j2"]
     assert not list(folder.glob(".rendered-*"))
 

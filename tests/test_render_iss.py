@@ -19,6 +19,7 @@ from bundler.errors import ConfigError
 from bundler.lock import Lock, LockedFile
 from bundler.profiles import GpuDriver
 from bundler.render.engine import (
+    Templates,
     inno_const,
     inno_directive,
     inno_literal,
@@ -29,6 +30,8 @@ from bundler.render.engine import (
 from bundler.render.iss import SPAN_ABOVE, IssSettings, app_id_for, iss_values, write_iss
 from tests.conftest import HELLO, hello_cpu
 from tests.conftest import bundle_from_cache as bundle
+
+TEMPLATES = Templates(None)  # renders without keeping anything between runs
 
 GOLDEN = Path(__file__).parent / "golden"
 DRIVER = GpuDriver("nvcuda.dll", 12, "527.41", "NVIDIA CUDA Toolkit Release Notes")
@@ -223,15 +226,15 @@ def test_escaping_golden(tmp_path: Path) -> None:
     """The golden file was checked line by line against Inno Setup's syntax rules, and
     tests/test_installer.py compiles and installs the same script with the real tools."""
     script = tmp_path / "setup.iss"
-    write_iss(escaping_lock(), tmp_path, script, ESCAPING_SETTINGS)
+    write_iss(TEMPLATES, escaping_lock(), tmp_path, script, ESCAPING_SETTINGS)
     expected = (GOLDEN / "escaping.iss").read_bytes().replace(b"\r\n", b"\n")
     assert script.read_bytes().replace(b"\r\n", b"\n") == expected
 
 
 def test_written_script_is_utf8_with_bom_and_crlf_and_deterministic(tmp_path: Path) -> None:
     first, second = tmp_path / "a.iss", tmp_path / "b.iss"
-    write_iss(escaping_lock(), tmp_path, first, ESCAPING_SETTINGS)
-    write_iss(escaping_lock(), tmp_path, second, ESCAPING_SETTINGS)
+    write_iss(TEMPLATES, escaping_lock(), tmp_path, first, ESCAPING_SETTINGS)
+    write_iss(TEMPLATES, escaping_lock(), tmp_path, second, ESCAPING_SETTINGS)
     data = first.read_bytes()
     assert data == second.read_bytes()
     assert data.startswith(b"\xef\xbb\xbf")
@@ -242,7 +245,7 @@ def test_written_script_is_utf8_with_bom_and_crlf_and_deterministic(tmp_path: Pa
 
 def test_a_lock_without_the_app_name_asks_for_a_rebuild(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="bundle build again"):
-        write_iss(sample_lock(app=None), tmp_path, tmp_path / "setup.iss", IssSettings())
+        write_iss(TEMPLATES, sample_lock(app=None), tmp_path, tmp_path / "setup.iss", IssSettings())
 
 
 # --- through the command line, on a real CPU bundle -----------------------------------------------

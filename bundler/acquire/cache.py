@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import shutil
-import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -38,30 +37,19 @@ LOCK_TIMEOUT_ENV = "BUNDLE_LOCK_TIMEOUT"
 WAIT_NOTICE = 1.0  # seconds a lock is waited for before file_lock says so
 
 
-_chosen: list[Path] = []  # this run's --cache-dir (choose_cache_dir)
-
-
-def choose_cache_dir(folder: Path | None) -> Path | None:
-    """The command line's --cache-dir, for everything of this run that keeps files in the
-    cache (also the rendered templates: bundler/render/cache.py)."""
-    _chosen[:] = [] if folder is None else [folder]
-    for module, cached in (
-        ("bundler.render.cache", "cache_folder"),
-        ("bundler.render.engine", "environment"),
-    ):
-        if module in sys.modules:  # both keep the folder they found first
-            getattr(sys.modules[module], cached).cache_clear()
-    return folder
-
-
 CACHE_ENV = "BUNDLE_CACHE_DIR"
 
 
+def cache_root(flag: Path | None) -> Path:
+    """The cache folder of one command: its --cache-dir (`flag`), else $BUNDLE_CACHE_DIR, else
+    the platform's per-user cache folder. Each command resolves it once and passes it down
+    (Cache, the templates' caches, the audit's Wine prefix); nothing remembers it elsewhere."""
+    return flag or env_cache_dir() or platform_cache_dir()
+
+
 def default_cache_dir() -> Path:
-    """--cache-dir, else $BUNDLE_CACHE_DIR, else the platform's per-user cache folder."""
-    if _chosen:
-        return _chosen[0]
-    return env_cache_dir() or platform_cache_dir()
+    """The cache folder without a --cache-dir: $BUNDLE_CACHE_DIR, else the platform's."""
+    return cache_root(None)
 
 
 def env_cache_dir() -> Path | None:
@@ -161,11 +149,6 @@ class CacheEntry:
 
 class Cache:
     """The content-addressed download cache under `root`."""
-
-    @classmethod
-    def chosen(cls) -> Cache:
-        """The cache this run uses: --cache-dir, else $BUNDLE_CACHE_DIR, else the user cache."""
-        return cls(default_cache_dir())
 
     def __init__(self, root: Path) -> None:
         self.root = root

@@ -39,7 +39,7 @@ from bundler.errors import ExitCode
 from bundler.findings import SEVERITY_ORDER, Finding, Severity
 from bundler.plan import Plan, PlanFile, Status
 from bundler.profiles import Artifact, Profile, matches
-from bundler.render.engine import render, write_text
+from bundler.render.engine import Templates, write_text
 from bundler.vcruntime import VC_RUNTIME_DLLS
 
 TEMPLATE = "audit.html.j2"
@@ -48,9 +48,9 @@ TEMPLATE = "audit.html.j2"
 # --- the page ----------------------------------------------------------------------------------
 
 
-def audit_html(report: AuditReport) -> str:
+def audit_html(templates: Templates, report: AuditReport) -> str:
     """The page text (UTF-8 when written)."""
-    return render(
+    return templates.render(
         TEMPLATE,
         heading=heading(report),
         verdict=verdict(report),
@@ -68,10 +68,10 @@ def audit_html(report: AuditReport) -> str:
     )
 
 
-def write_html(report: AuditReport, path: Path) -> None:
+def write_html(templates: Templates, report: AuditReport, path: Path) -> None:
     """Written atomically (write_text raises OutputError naming the file): a CI artefact
     upload never picks up half a page."""
-    write_text(path, audit_html(report))
+    write_text(path, audit_html(templates, report))
 
 
 # Clicking a finding marks the graph nodes of its files; so does opening the page at a

@@ -5,11 +5,11 @@ and returns the audit report with the loader's verdict and its findings (prove_l
 
 How it runs (under Wine: not Windows, `wine` on PATH):
 - The prefix: $WINEPREFIX when set (a prefix the user chose; created by `wineboot -i` if it
-  does not exist yet), else a private 64-bit prefix `<cache dir>/wineprefix` (see
-  bundler.acquire.cache.default_cache_dir), never ~/.wine silently. It is initialised once, under a
-  file lock, with a progress note on stderr; Wine Mono and Gecko are not installed into it.
-  Before the first run the prefix is warmed up (`wineboot`), so start-up costs are not
-  charged to the app's time limit.
+  does not exist yet), else a private 64-bit prefix `<cache dir>/wineprefix` (prove_load's
+  `cache_dir`, the command's: bundler.acquire.cache.cache_root), never ~/.wine silently. It is
+  initialised once, under a file lock, with a progress note on stderr; Wine Mono and Gecko are
+  not installed into it. Before the first run the prefix is warmed up (`wineboot`), so
+  start-up costs are not charged to the app's time limit.
 - The environment: WINEDEBUG=err+module, so the loader reports every unresolved import;
   WINEPATH is removed and the user's WINEDLLOVERRIDES replaced by the VC++ runtime overrides
   bundler.audit.loadproof decides (native_vc_runtime): the proof measures the folder, as the audit
@@ -52,7 +52,7 @@ from typing import Any
 import pefile
 
 from bundler import notes
-from bundler.acquire.cache import default_cache_dir, file_lock
+from bundler.acquire.cache import cache_root, file_lock
 from bundler.audit.loadproof import (
     LoaderLine,
     LoaderRun,
@@ -373,5 +373,5 @@ def _wine_loader(plan: Plan, cache_dir: Path | None, note: notes.Note) -> WineLo
     configured = os.environ.get("WINEPREFIX")
     if configured:
         return WineLoader(Path(configured), False, native_vc_runtime(plan), note)
-    prefix = (cache_dir or default_cache_dir()) / PRIVATE_PREFIX
+    prefix = cache_root(cache_dir) / PRIVATE_PREFIX
     return WineLoader(prefix, True, native_vc_runtime(plan), note)

@@ -102,18 +102,10 @@ SourceOption = Annotated[
 AllowHttpOption = Annotated[bool, typer.Option("--allow-http", help="Allow plain-http:// mirrors.")]
 
 
-def choose_cache_dir(folder: Path | None) -> Path | None:
-    """--cache-dir's callback: the folder for everything of this run that keeps files."""
-    from bundler.acquire.cache import choose_cache_dir
-
-    return choose_cache_dir(folder)
-
-
 CacheDirOption = Annotated[
     Path | None,
     typer.Option(
         "--cache-dir",
         help="Download cache (default: $BUNDLE_CACHE_DIR or the user cache).",
-        callback=choose_cache_dir,
     ),
 ]

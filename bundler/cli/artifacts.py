@@ -47,7 +47,7 @@ def fetch(
     from bundler.profiles import load_profile
 
     options = sources.acquire(mode=source, verify=verify, search=tuple(search or ()))
-    cache = Cache.chosen()
+    cache = Cache(sources.root())
     acquired = acquire_profile(load_profile(profile), cache, options, progress_for)
     if to is not None:
         export_archives(acquired, cache, to)
@@ -57,9 +57,9 @@ def fetch(
 @cache_app.command("list")
 def cache_list(cache_dir: CacheDirOption = None, as_json: JsonOption = False) -> None:
     """List the verified archives in the cache."""
-    from bundler.acquire.cache import Cache
+    from bundler.acquire.cache import Cache, cache_root
 
-    cache = Cache.chosen()
+    cache = Cache(cache_root(cache_dir))
     shown = views.cache_json if as_json else views.cache_table
     typer.echo(shown(cache.root, cache.entries()))
 
@@ -73,9 +73,9 @@ def cache_clean(
     as_json: JsonOption = False,
 ) -> None:
     """Remove partial downloads, extracted trees and kept templates (--all: the archives too)."""
-    from bundler.acquire.cache import Cache
+    from bundler.acquire.cache import Cache, cache_root
 
-    cache = Cache.chosen()
+    cache = Cache(cache_root(cache_dir))
     freed = cache.clean(everything)
     if as_json:
         typer.echo(views.cache_clean_json(cache.root, freed))

@@ -113,19 +113,26 @@ def audit(
         if signatures:
             report = with_signatures(report, rules)
         if run:
+            from bundler.acquire.cache import cache_root
             from bundler.audit.loadrun import prove_load
 
             report = prove_load(
-                report, tuple(run_args or ()), ignore=rules, note=lambda m: typer.echo(m, err=True)
+                report,
+                tuple(run_args or ()),
+                ignore=rules,
+                cache_dir=cache_root(None),
+                note=lambda m: typer.echo(m, err=True),
             )
         if inner is not None:
             report = as_archived(report, path, inner)
     if junit is not None:
         write_junit(report, junit, strict)
     if html is not None:
+        from bundler.acquire.cache import cache_root
         from bundler.audit.html import write_html
+        from bundler.render.engine import Templates
 
-        write_html(report, html)
+        write_html(Templates(cache_root(None)), report, html)
     if explain_dll is not None:
         _print_explanation(report, explain_dll, as_json)
         return

@@ -100,13 +100,9 @@ def build(
 ) -> None:
     """Deploy EXE's complete DLL closure next to it (or into --out), with a lock file and an
     Inno Setup script."""
-    from bundler.acquire.cache import (
-        CACHE_ENV,
-        default_cache_dir,
-        env_cache_dir,
-        platform_cache_dir,
-    )
+    from bundler.acquire.cache import CACHE_ENV, cache_root, env_cache_dir, platform_cache_dir
     from bundler.cli.progress import progress_for
+    from bundler.render.engine import Templates
     from bundler.ship.build import BuildOptions
     from bundler.ship.build import build as run_build
 
@@ -125,7 +121,7 @@ def build(
             env=(CACHE_ENV, env_cache_dir()),
             default_factory=platform_cache_dir,
         )
-        or default_cache_dir(),
+        or cache_root(sources.cache_dir),
         out=picked.pick("out", out, settings.out),
         search=tuple(search or ()) + settings.search,
         installer=installer.over(settings.installer, picked),
@@ -143,7 +139,7 @@ def build(
     )
     given = {"--profile": profile, "--ort": ort, "--iss": outputs.iss, "--no-iss": outputs.no_iss}
     _validate(picked, given, settings, lambda: options.profile)
-    result = run_build(options, progress_for)
+    result = run_build(options, progress_for, Templates(options.cache_dir))
     typer.echo(views.build_json(result) if as_json else views.build_report(result))
 
 
@@ -160,6 +156,8 @@ def render_iss(
     as_json: JsonOption = False,
 ) -> None:
     """Render the Inno Setup script of a built bundle from its lock file, without building."""
+    from bundler.acquire.cache import cache_root
+    from bundler.render.engine import Templates
     from bundler.render.iss import ISS_NAME, write_iss
 
     settings = _app_config(config, None)
@@ -169,7 +167,8 @@ def render_iss(
     _validate(picked, {}, settings, lambda: bundle.profile, bundle.gpu_driver is not None)
     chosen = chosen.checked()
     target = out or (settings.iss if isinstance(settings.iss, Path) else None)
-    result = write_iss(bundle, lock_path.parent, target or lock_path.parent / ISS_NAME, chosen)
+    script = target or lock_path.parent / ISS_NAME
+    result = write_iss(Templates(cache_root(None)), bundle, lock_path.parent, script, chosen)
     typer.echo(views.iss_json(result) if as_json else views.iss_report(result))
 
 
@@ -191,13 +190,16 @@ def render_postbuild(
 ) -> None:
     """Render postbuild.cmd (copies the bundle's DLLs into a build's output folder) and
     postbuild.event.xml (the MSBuild post-build event calling it) from a lock file."""
+    from bundler.acquire.cache import cache_root
+    from bundler.render.engine import Templates
     from bundler.render.postbuild import PostbuildSettings, write_postbuild
 
     settings = _app_config(config, None)
     lock_path, bundle = _lock_to_render(lock, settings)
     configured = settings.postbuild.project_dir if settings.postbuild else None
     chosen = PostbuildSettings(project_dir=project_dir or configured)
-    result = write_postbuild(bundle, lock_path.parent, out or lock_path.parent, chosen)
+    templates = Templates(cache_root(None))
+    result = write_postbuild(templates, bundle, lock_path.parent, out or lock_path.parent, chosen)
     typer.echo(views.postbuild_json(result) if as_json else views.postbuild_report(result))
 
 
@@ -283,19 +285,17 @@ def msbuild(
 ) -> None:
     """Lay out a folder for Visual Studio: ORT's headers, import library and DLL closure, with
     ort-bundle.props and ort-bundle.targets to import in a .vcxproj."""
-    from bundler.acquire.cache import (
-        default_cache_dir,
-    )
     from bundler.cli.progress import progress_for
+    from bundler.render.engine import Templates
     from bundler.ship.msbuild import MsbuildOptions, lay_out
 
     options = MsbuildOptions(
         profile=profile,
-        cache_dir=default_cache_dir(),
+        cache_dir=sources.root(),
         out=out,
         link=bool(link),
         force=force,
         acquire=sources.acquire(mode=source),
     )
-    result = lay_out(options, progress_for)
+    result = lay_out(options, progress_for, Templates(options.cache_dir))
     typer.echo(views.msbuild_json(result) if as_json else views.msbuild_report(result))

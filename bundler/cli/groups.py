@@ -18,8 +18,6 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar
 
 import typer
 
-from bundler.cli.app import choose_cache_dir
-
 if TYPE_CHECKING:
     from bundler.acquire.artifacts import AcquireOptions
     from bundler.options import Options
@@ -43,13 +41,18 @@ class Sources:
         None,
         "--cache-dir",
         "Download cache (default: $BUNDLE_CACHE_DIR or the user cache).",
-        callback=choose_cache_dir,
     )
     mirror: list[str] | None = _flag(
         None, "--mirror", "Folder or URL holding the archives by name (repeatable)."
     )
     offline: bool = _flag(False, "--offline", "No network: cache, mirror folders, local installs.")
     allow_http: bool = _flag(False, "--allow-http", "Allow plain-http:// mirrors.")
+
+    def root(self) -> Path:
+        """The command's cache folder: --cache-dir, else $BUNDLE_CACHE_DIR, else the user's."""
+        from bundler.acquire.cache import cache_root
+
+        return cache_root(self.cache_dir)
 
     def acquire(self, **more: Any) -> AcquireOptions:
         """The acquisition settings these flags ask for (`more`: mode, verify, search); the

@@ -67,7 +67,7 @@ def _resolve(
 ) -> Plan:
     """Inputs are read before any fetch, so a wrong exe fails at once, not after a download."""
     from bundler.acquire.artifacts import AcquireOptions, acquire_profile, dll_search_path
-    from bundler.acquire.cache import Cache
+    from bundler.acquire.cache import Cache, cache_root
     from bundler.cli.progress import progress_for
     from bundler.profiles import load_profile
     from bundler.resolve import read_inputs, resolve
@@ -76,7 +76,7 @@ def _resolve(
     profile = load_profile(profile_name)
     apps = read_inputs(files, profile, search)
     if fetch:
-        cache = Cache.chosen()
+        cache = Cache(cache_root(cache_dir))
         acquired = acquire_profile(profile, cache, AcquireOptions(), progress_for)
         search = search + dll_search_path(acquired)
     return resolve(apps, profile, load_system_policy(), search)

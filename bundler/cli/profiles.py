@@ -78,7 +78,7 @@ def profiles_check(
 
     profile = load_profile(name)
     options = sources.acquire(mode=source, search=tuple(search or ()))
-    cache = Cache.chosen()
+    cache = Cache(sources.root())
     acquired = acquire_profile(profile, cache, options, progress_for)
     provides = [entry for artifact in profile.artifacts for entry in artifact.provides]
     folders = dll_search_path(acquired)
@@ -141,7 +141,7 @@ def profiles_new(
 ) -> None:
     """Derive a profile for an ORT release from its wheels: pins, DLLs, roots, rules."""
     from bundler.acquire.artifacts import AcquireOptions
-    from bundler.acquire.cache import Cache
+    from bundler.acquire.cache import Cache, cache_root
     from bundler.acquire.download import DownloadPolicy
     from bundler.cli.progress import progress_for
     from bundler.render.engine import write_text
@@ -165,7 +165,7 @@ def profiles_new(
         cuda_from_build=auto,
     )
     options = AcquireOptions(mode="pip", policy=request.policy)
-    cache = Cache.chosen()
+    cache = Cache(cache_root(cache_dir))
     derived = derive_profile(request, cache, options, progress_for)
     if out is not None:
         write_text(out, derived.text)  # atomic; OutputError when it cannot be written

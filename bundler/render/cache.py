@@ -12,7 +12,9 @@ output. Only successful renderings are stored, so a value a filter refuses is re
 The KEEP entries used last are kept.
 
 The folder is shared with jinja2's compiled templates: <cache>/templates (bundle's cache folder,
---cache-dir, $BUNDLE_CACHE_DIR or the platform's; `bundle cache clean` empties it).
+--cache-dir, $BUNDLE_CACHE_DIR or the platform's; `bundle cache clean` empties it). The functions
+here take that folder; bundler.render.engine.Templates, which a command creates from its cache
+folder and passes to every renderer, owns it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ import importlib.util
 import os
 import threading
 from contextlib import suppress
-from functools import cache
 from pathlib import Path
 
 from bundler import files, resources
@@ -32,12 +33,12 @@ _PREFIX = "rendered-"
 _PLAIN = frozenset({str, int, float, bool, type(None)})
 
 
-@cache
-def cache_folder() -> Path | None:
-    """<cache>/templates, created; None when it cannot be (then nothing is kept)."""
-    from bundler.acquire.cache import default_cache_dir
-
-    folder = default_cache_dir() / "templates"
+def cache_folder(root: Path | None) -> Path | None:
+    """<root>/templates, created; None without a root or when it cannot be created (then
+    nothing is kept)."""
+    if root is None:
+        return None
+    folder = root / "templates"
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError:
@@ -45,22 +46,21 @@ def cache_folder() -> Path | None:
     return folder
 
 
-def output_key(template: str, values: dict[str, object]) -> str | None:
-    """The key of this rendering, or None when a value is not plain data."""
+def output_key(template: str, values: dict[str, object], sources: bytes) -> str | None:
+    """The key of this rendering (`sources`: sources_digest()), or None when a value is not
+    plain data."""
     try:
         if not _plain(values):
             return None
     except RecursionError:  # a list holding itself, say: jinja2 alone decides what it gives
         return None
-    digest = hashlib.sha256(_sources_digest())
+    digest = hashlib.sha256(sources)
     digest.update(f"{template}\0{values!r}".encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
 
 
-def load(key: str) -> str | None:
-    folder = cache_folder()
-    if folder is None:
-        return None
+def load(folder: Path, key: str) -> str | None:
+    """The entry `key` in `folder` (cache_folder's), or None when it is missing or damaged."""
     entry = folder / f"{_PREFIX}{key}"
     try:
         data = entry.read_bytes()
@@ -77,11 +77,8 @@ def load(key: str) -> str | None:
         return None
 
 
-def store(key: str, text: str) -> None:
+def store(folder: Path, key: str, text: str) -> None:
     """Best effort: a folder that cannot be written only means rendering every time."""
-    folder = cache_folder()
-    if folder is None:
-        return
     body = text.encode("utf-8", "surrogatepass")
     entry = folder / f"{_PREFIX}{key}"
     temp = folder / f".{_PREFIX}{key}.{os.getpid()}.{threading.get_ident()}.tmp"
@@ -117,9 +114,9 @@ def _plain(value: object) -> bool:
     return False
 
 
-@cache
-def _sources_digest() -> bytes:
-    """Every template (one may include another) and the filters' module, read once per run."""
+def sources_digest() -> bytes:
+    """Every template (one may include another) and the filters' module; the owner of the
+    caches (bundler.render.engine.Templates) reads them once per command."""
     digest = hashlib.sha256()
     folder = resources.templates_dir()
     for path in sorted(folder.rglob("*")):

@@ -13,12 +13,13 @@ import contextlib
 import os
 import re
 from collections.abc import Callable
-from functools import cache
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bundler import files, resources
 from bundler.errors import ConfigError, OutputError
+from bundler.render import cache as render_cache
 
 UTF8_BOM = "\ufeff"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -120,31 +121,76 @@ FILTERS: dict[str, Callable[[Any], str]] = {
 }
 
 
-@cache
-def environment() -> jinja2.Environment:
-    import jinja2
+class Templates:
+    """The template machinery of one command, passed to every renderer: the jinja2 environment
+    (made on the first rendering that needs it) and what is kept between runs under
+    <root>/templates, compiled templates and rendered outputs (bundler.render.cache). `root` is
+    the command's cache folder (bundler.acquire.cache.cache_root); None keeps nothing on disk.
+    What the owner reads once (the folder, the templates' digest) holds for its command only."""
 
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(resources.templates_dir())),
-        bytecode_cache=_bytecode_cache(),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters.update(FILTERS)
-    return env
+    def __init__(self, root: Path | None) -> None:
+        self.root = root
+
+    @cached_property
+    def folder(self) -> Path | None:
+        """<root>/templates, created on first use; None: nothing is kept."""
+        return render_cache.cache_folder(self.root)
+
+    @cached_property
+    def environment(self) -> jinja2.Environment:
+        import jinja2
+
+        env = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(str(resources.templates_dir())),
+            bytecode_cache=_bytecode_cache(self.folder),
+            undefined=jinja2.StrictUndefined,
+            autoescape=False,
+            keep_trailing_newline=True,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        env.filters.update(FILTERS)
+        return env
+
+    @cached_property
+    def sources(self) -> bytes:
+        """The digest of the templates and filters (bundler.render.cache.sources_digest)."""
+        return render_cache.sources_digest()
+
+    def output_key(self, template: str, values: dict[str, object]) -> str | None:
+        """The rendered-output cache's key of this rendering (None: not kept)."""
+        return render_cache.output_key(template, values, self.sources)
+
+    def render(self, template: str, **values: Any) -> str:
+        """The template rendered with the values; the same rendering as an earlier run is read
+        back from bundler.render.cache instead (jinja2 is then not even imported)."""
+        folder = self.folder
+        key = None if folder is None else self.output_key(template, values)
+        if folder is None or key is None:
+            return self._render(template, values)
+        text = render_cache.load(folder, key)
+        if text is None:
+            text = self._render(template, values)
+            render_cache.store(folder, key, text)
+        return text
+
+    def _render(self, template: str, values: dict[str, Any]) -> str:
+        import jinja2
+
+        try:
+            return self.environment.get_template(template).render(**values)
+        except jinja2.UndefinedError as exc:  # a bug in bundle, not in the user's input
+            raise RuntimeError(f"template {template}: {exc.message}") from exc
 
 
-def _bytecode_cache() -> jinja2.BytecodeCache | None:
-    """Compiled templates kept between runs, in the user's cache folder: compiling the two
+def _bytecode_cache(folder: Path | None) -> jinja2.BytecodeCache | None:
+    """Compiled templates kept between runs, in `folder` (<cache>/templates): compiling the two
     templates of a build cost more than rendering them (benchmarks/README.md, P3). jinja2 keys
     each by its template's source and the Python version, so an edited template or another
     Python compiles anew; a folder that cannot be written only means compiling every time."""
+    if folder is None:
+        return None
     import jinja2
-
-    from bundler.render.cache import cache_folder
 
     class QuietCache(jinja2.FileSystemBytecodeCache):
         def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
@@ -157,31 +203,7 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
             with contextlib.suppress(OSError):
                 super().dump_bytecode(bucket)
 
-    folder = cache_folder()
-    return None if folder is None else QuietCache(str(folder))
-
-
-def render(template: str, **values: Any) -> str:
-    """The template rendered with the values; the same rendering as an earlier run is read
-    back from bundler.render.cache instead (jinja2 is then not even imported)."""
-    from bundler.render import cache as render_cache
-
-    key = render_cache.output_key(template, values)
-    text = render_cache.load(key) if key else None
-    if text is None:
-        text = _render(template, values)
-        if key:
-            render_cache.store(key, text)
-    return text
-
-
-def _render(template: str, values: dict[str, Any]) -> str:
-    import jinja2
-
-    try:
-        return environment().get_template(template).render(**values)
-    except jinja2.UndefinedError as exc:  # a bug in bundle, not in the user's input
-        raise RuntimeError(f"template {template}: {exc.message}") from exc
+    return QuietCache(str(folder))
 
 
 def write_text(path: Path, text: str, *, bom: bool = False, newline: str = "\n") -> None:

@@ -22,16 +22,16 @@ from bundler.lock import DOCTOR_DATA, DOCTOR_EXE, LOCK_NAME, Lock, PayloadFile
 from bundler.render.engine import (
     ISPP_INLINE_END,
     ISPP_INLINE_START,
+    Templates,
     inno_directive,
     relative_folder,
-    render,
     write_text,
 )
 from bundler.render.sign import (
     SIGN_SCRIPT,
     SIGN_TOOL_NAME,
     SignSettings,
-    sign_script,
+    has_sign_script,
     write_sign_command,
 )
 from bundler.validate import COMPRESSIONS, INSTALL_SCOPES
@@ -114,7 +114,9 @@ def app_id_for(app_name: str) -> str:
     return "{" + str(uuid.uuid5(_APP_ID_NAMESPACE, app_name.lower())).upper() + "}"
 
 
-def write_iss(lock: Lock, bundle_dir: Path, script: Path, settings: IssSettings) -> IssResult:
+def write_iss(
+    templates: Templates, lock: Lock, bundle_dir: Path, script: Path, settings: IssSettings
+) -> IssResult:
     """Render the script for the bundle in `bundle_dir` and write it to `script` atomically."""
     if not lock.app:
         raise ConfigError(
@@ -124,8 +126,8 @@ def write_iss(lock: Lock, bundle_dir: Path, script: Path, settings: IssSettings)
     settings.checked(lock.vc_runtime)
     prefix = relative_folder(bundle_dir, script.parent)
     values = iss_values(lock, settings, _payload_bytes(lock, bundle_dir), prefix)
-    write_text(script, render(TEMPLATE, **values), bom=True, newline="\r\n")
-    signing = write_sign_command(settings.sign, script.parent) if settings.sign else None
+    write_text(script, templates.render(TEMPLATE, **values), bom=True, newline="\r\n")
+    signing = write_sign_command(templates, settings.sign, script.parent) if settings.sign else None
     return IssResult(
         script, values["app_version"], values["disk_spanning"], len(values["files"]), signing
     )
@@ -176,7 +178,7 @@ def iss_values(
         "doctor_data": DOCTOR_DATA,
         "pruned": [item.name for item in lock.pruned],
         "sign_tool": SIGN_TOOL_NAME if settings.sign is not None else None,
-        "sign_script": SIGN_SCRIPT if settings.sign and sign_script(settings.sign) else None,
+        "sign_script": SIGN_SCRIPT if settings.sign and has_sign_script(settings.sign) else None,
     }
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from bundler import __version__
 from bundler.errors import ConfigError
 from bundler.lock import LOCK_NAME, Lock
-from bundler.render.engine import UTF8_BOM, render, write_text
+from bundler.render.engine import UTF8_BOM, Templates, write_text
 
 DEFAULT_OUT = Path("ort-bundle")  # the folder `bundle msbuild` lays out unless --out says
 PROPS_NAME = "ort-bundle.props"
@@ -63,16 +63,16 @@ def msbuild_values(lock: Lock) -> dict[str, Any]:
     }
 
 
-def render_msbuild(values: dict[str, Any]) -> dict[str, str]:
+def render_msbuild(templates: Templates, values: dict[str, Any]) -> dict[str, str]:
     """File name -> text of both files, with "\\n" line ends (written as CRLF)."""
-    return {name: render(template, **values) for name, template in _TEMPLATES.items()}
+    return {name: templates.render(template, **values) for name, template in _TEMPLATES.items()}
 
 
-def write_msbuild_files(lock: Lock, folder: Path) -> MsbuildFiles:
+def write_msbuild_files(templates: Templates, lock: Lock, folder: Path) -> MsbuildFiles:
     """Render both files into `folder` (beside the lock); files whose bytes would not change
     are not written."""
     paths, changed = [], []
-    for name, text in render_msbuild(msbuild_values(lock)).items():
+    for name, text in render_msbuild(templates, msbuild_values(lock)).items():
         path = folder / name
         paths.append(path)
         if not _holds(path, text):

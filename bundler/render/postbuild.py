@@ -21,7 +21,13 @@ from typing import Any
 
 from bundler import __version__
 from bundler.lock import LOCK_NAME, Lock
-from bundler.render.engine import inno_source, relative_folder, render, windows_path, write_text
+from bundler.render.engine import (
+    Templates,
+    inno_source,
+    relative_folder,
+    windows_path,
+    write_text,
+)
 
 POSTBUILD_NAME = "postbuild.cmd"
 EVENT_NAME = "postbuild.event.xml"
@@ -52,7 +58,7 @@ class PostbuildResult:
 
 
 def write_postbuild(
-    lock: Lock, bundle_dir: Path, out_dir: Path, settings: PostbuildSettings
+    templates: Templates, lock: Lock, bundle_dir: Path, out_dir: Path, settings: PostbuildSettings
 ) -> PostbuildResult:
     """Render postbuild.cmd and postbuild.event.xml into `out_dir` (normally the bundle folder
     itself: the script finds the files relative to its own folder) and write them atomically."""
@@ -63,8 +69,8 @@ def write_postbuild(
         script_folder=_folder_prefix(out_dir, project) if project is not None else None,
     )
     script, event = out_dir / POSTBUILD_NAME, out_dir / EVENT_NAME
-    write_text(script, render(SCRIPT_TEMPLATE, **values), newline="\r\n")
-    write_text(event, render(EVENT_TEMPLATE, **values), newline="\r\n")
+    write_text(script, templates.render(SCRIPT_TEMPLATE, **values), newline="\r\n")
+    write_text(event, templates.render(EVENT_TEMPLATE, **values), newline="\r\n")
     return PostbuildResult(
         script, event, len(values["dlls"]), len(values["licenses"]), project is not None
     )

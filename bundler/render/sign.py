@@ -26,7 +26,7 @@ from pathlib import Path
 from bundler import __version__
 from bundler.errors import ConfigError
 from bundler.manifest import Table
-from bundler.render.engine import render, write_text
+from bundler.render.engine import Templates, write_text
 from bundler.validate import SIGN_TOOLS
 
 SIGN_TOOL_NAME = "bundlesign"
@@ -110,10 +110,15 @@ def sign_command(settings: SignSettings) -> str:
     return "cmd /c call $p $f"  # $p: bundlesign.cmd beside the script (SignTool=bundlesign $p)
 
 
-def sign_script(settings: SignSettings) -> str | None:
+def has_sign_script(settings: SignSettings) -> bool:
+    """Whether the preset's command calls bundlesign.cmd (osslsigncode's does)."""
+    return settings.tool == "osslsigncode"
+
+
+def sign_script(templates: Templates, settings: SignSettings) -> str | None:
     """bundlesign.cmd for the osslsigncode preset (None for the others): sign to FILE.signed,
     then move it over FILE, each step's failure the script's exit code."""
-    if settings.tool != "osslsigncode":
+    if not has_sign_script(settings):
         return None
     assert settings.certificate is not None
     cert = settings.certificate
@@ -123,7 +128,7 @@ def sign_script(settings: SignSettings) -> str | None:
         options = [("-pkcs12", cert)]
     options += [("-t", settings.timestamp_url)] if settings.timestamp_url else []
     options += [("-n", settings.description)] if settings.description else []
-    return render(
+    return templates.render(
         SCRIPT_TEMPLATE,
         tool_version=__version__,
         options=options,
@@ -131,12 +136,12 @@ def sign_script(settings: SignSettings) -> str | None:
     )
 
 
-def write_sign_command(settings: SignSettings, folder: Path) -> Path:
+def write_sign_command(templates: Templates, settings: SignSettings, folder: Path) -> Path:
     """signtool.txt in `folder`: the command for ISCC's /Sbundlesign=, one line, no line end;
     and bundlesign.cmd where the preset has one (else an earlier one is removed)."""
     path = folder / SIGN_COMMAND_FILE
     write_text(path, sign_command(settings))
-    script = sign_script(settings)
+    script = sign_script(templates, settings)
     if script is not None:
         write_text(folder / SIGN_SCRIPT, script, newline="\r\n")
     else:

@@ -50,6 +50,7 @@ from bundler.prune import (
     options_mismatch,
 )
 from bundler.render.doctor import write_doctor_data
+from bundler.render.engine import Templates
 from bundler.render.iss import ISS_NAME, IssResult, IssSettings, write_iss
 from bundler.render.postbuild import PostbuildResult, PostbuildSettings, write_postbuild
 from bundler.render.sbom import SBOM_NAME, write_sbom
@@ -133,7 +134,9 @@ class BuildResult:
     pruning: Pruning | None = None  # --model: what was left out, or why nothing
 
 
-def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
+def build(options: BuildOptions, progress: ProgressFactory, templates: Templates) -> BuildResult:
+    """`templates` renders the setup script and the post-build files (the CLI makes it from
+    options.cache_dir)."""
     options = replace(options, exe=as_listed(options.exe))  # HELLO.EXE ships as hello.exe
     profile = load_profile(options.profile)
     (app,) = read_inputs([options.exe], profile, options.search)  # before any download
@@ -176,7 +179,7 @@ def build(options: BuildOptions, progress: ProgressFactory) -> BuildResult:
         return result
     with output_lock(out):  # the old lock is read again inside: another build may have run
         result = _deploy(options, out, plan, profile, mode, placed, cache, progress, pruning)
-        _write_views(options, out, profile, app.name, result, progress)
+        _write_views(options, out, profile, app.name, result, progress, templates)
     return result
 
 
@@ -261,6 +264,7 @@ def _write_views(
     app_name: str,
     result: BuildResult,
     progress: ProgressFactory,
+    templates: Templates,
 ) -> None:
     """The SBOM, setup script, post-build files and archive: views of the written lock."""
     lock = result.lock
@@ -270,9 +274,9 @@ def _write_views(
         write_sbom(out / SBOM_NAME, lock, profile, app_name)
     script = options.iss_path(out)
     if script is not None:
-        result.iss = write_iss(lock, out, script, options.installer.checked())
+        result.iss = write_iss(templates, lock, out, script, options.installer.checked())
     if options.postbuild is not None:
-        result.postbuild = write_postbuild(lock, out, out, options.postbuild)
+        result.postbuild = write_postbuild(templates, lock, out, out, options.postbuild)
     if options.archive is not None:
         from bundler.ship.archive import write_archive
 

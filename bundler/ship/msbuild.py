@@ -37,6 +37,7 @@ from bundler.errors import SdkMissingError
 from bundler.lock import LOCK_NAME, Lock, read_lock, write_lock
 from bundler.plan import Plan, Status
 from bundler.profiles import Artifact, Profile, dll_key, has_sdk, load_profile
+from bundler.render.engine import Templates
 from bundler.render.msbuild import (
     BIN_DIR,
     DEFAULT_OUT,
@@ -77,8 +78,11 @@ class MsbuildResult:
     postbuild: PostbuildResult
 
 
-def lay_out(options: MsbuildOptions, progress: ProgressFactory) -> MsbuildResult:
-    """Acquire, resolve, decide every file of the folder, then write: files, lock, MSBuild."""
+def lay_out(
+    options: MsbuildOptions, progress: ProgressFactory, templates: Templates
+) -> MsbuildResult:
+    """Acquire, resolve, decide every file of the folder, then write: files, lock, MSBuild
+    (rendered by `templates`)."""
     profile = load_profile(options.profile)
     artifact = sdk_artifact(profile)  # before any download
     cache = Cache(options.cache_dir)
@@ -102,8 +106,10 @@ def lay_out(options: MsbuildOptions, progress: ProgressFactory) -> MsbuildResult
     counters.removed += len(removed)
     if previous is None or previous.to_json() != lock.to_json():
         write_lock(out / LOCK_NAME, lock)  # an unchanged lock keeps its time stamp
-    files = write_msbuild_files(lock, out)
-    postbuild = write_postbuild(postbuild_view(lock), out / BIN_DIR, out, PostbuildSettings())
+    files = write_msbuild_files(templates, lock, out)
+    postbuild = write_postbuild(
+        templates, postbuild_view(lock), out / BIN_DIR, out, PostbuildSettings()
+    )
     return MsbuildResult(out, plan, lock, deployment, counters, removed, files, postbuild)
 
 
