@@ -32,8 +32,8 @@ def test_usage_page_is_the_clis_help() -> None:
         assert f"## `{command}`\n\n```text\nUsage: {command} " in written, command
 
 
-def test_the_site_builds_strictly(tmp_path: Path) -> None:
-    """Every page in the nav exists, every link between pages resolves, nothing warns."""
+def built_site(tmp_path: Path) -> Path:
+    """The docs site, built with `mkdocs build --strict` into tmp_path/site."""
     require(
         importlib.util.find_spec("mkdocs") is not None
         and importlib.util.find_spec("material") is not None,
@@ -50,6 +50,12 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
     )
     assert result.returncode == 0, result.stdout + result.stderr
+    return site
+
+
+def test_the_site_builds_strictly(tmp_path: Path) -> None:
+    """Every page in the nav exists, every link between pages resolves, nothing warns."""
+    site = built_site(tmp_path)
     assert (site / "index.html").is_file()
     assert (site / "usage" / "index.html").is_file()
 

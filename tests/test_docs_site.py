@@ -24,7 +24,8 @@ import pytest
 
 from bundler.errors import ExitCode
 from tests.conftest import REPO, pip_env, require, test_cache_dir
-from tests.support.chromium import CHROMIUM, NetworkRecorder
+from tests.support.chromium import CHROMIUM, NetworkRecorder, headless
+from tests.test_docs import built_site
 
 DOCS = REPO / "docs"
 RELEASE_WORKFLOW = REPO / ".github" / "workflows" / "release.yml"
@@ -285,26 +286,6 @@ FRAME = """<!DOCTYPE html><html><body style="margin: 0">
 </body></html>"""
 
 
-def built_site(tmp_path: Path) -> Path:
-    require(
-        importlib.util.find_spec("mkdocs") is not None
-        and importlib.util.find_spec("material") is not None,
-        "mkdocs-material is not installed (pip install -e '.[test]')",
-    )
-    site = tmp_path / "site"
-    config = REPO / "mkdocs.yml"
-    result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    return site
-
-
 def measured_copy(site: Path, page: str, extra: str = "") -> Path:
     """A copy of the built `page` that runs MEASURE, with `extra` HTML at its article's end."""
     built = site / page / "index.html"
@@ -322,18 +303,8 @@ def measure(page: Path, width: int, workdir: Path) -> dict[str, Any]:
     with NetworkRecorder() as recorder:
         result = subprocess.run(
             [
-                CHROMIUM,
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
+                *headless(workdir / f"profile-{width}", recorder.port),
                 "--hide-scrollbars",
-                f"--user-data-dir={workdir / f'profile-{width}'}",
-                f"--proxy-server=127.0.0.1:{recorder.port}",
-                "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
                 f"--window-size={width + 100},1100",
                 "--virtual-time-budget=5000",
                 "--dump-dom",

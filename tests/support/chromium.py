@@ -85,6 +85,25 @@ class NetworkRecorder:
                 self.hosts.append(match["host"].decode("ascii", "replace") if match else "?")
 
 
+def headless(profile: Path, port: int) -> list[str]:
+    """Headless Chromium, offline: its own profile folder, every request through the
+    NetworkRecorder on `port` (127.0.0.1 alone resolves), nothing of its own running."""
+    assert CHROMIUM is not None
+    return [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        f"--proxy-server=127.0.0.1:{port}",
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+    ]
+
+
 def load_page(page: Path, workdir: Path, fragment: str = "") -> PageLoad:
     """Open `page` (a file, with an optional #fragment) in headless Chromium, offline."""
     assert CHROMIUM is not None
@@ -93,17 +112,7 @@ def load_page(page: Path, workdir: Path, fragment: str = "") -> PageLoad:
     with NetworkRecorder() as recorder:
         result = subprocess.run(
             [
-                CHROMIUM,
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                f"--user-data-dir={workdir / 'profile'}",
-                f"--proxy-server=127.0.0.1:{recorder.port}",
-                "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+                *headless(workdir / "profile", recorder.port),
                 "--enable-logging=stderr",
                 "--v=0",
                 f"--window-size={WINDOW[0]},{WINDOW[1]}",
