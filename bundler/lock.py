@@ -20,7 +20,7 @@ from bundler.profiles import GpuDriver
 
 LOCK_NAME = "bundle.lock.json"
 DOCTOR_EXE = "bundle-doctor.exe"
-DOCTOR_DATA = "bundle-doctor.dat"  # rendered from the lock (bundler/render/doctor.py)
+DOCTOR_DATA = "bundle-doctor.dat"  # rendered from the lock (bundler/render/doctor_dat.py)
 SCHEMA_VERSION = 1
 # What must be equal for --locked: identity and content, not where a mirror served it from.
 _COMPARED = ("kind", "sha256", "size", "artifact", "archive_sha256", "member")

@@ -21,8 +21,8 @@ import pytest
 
 from bundler.acquire.cache import file_sha256
 from bundler.audit.checks import CHECKS
+from bundler.audit.judge import audit
 from bundler.audit.loadproof import FINDING_CODES
-from bundler.audit.run import audit
 from bundler.findings import CATALOGUE, DOCTOR_CODES, Severity, catalogue_markdown
 from bundler.lock import LOCK_NAME, Lock, LockedFile, write_lock
 from bundler.profiles import versioned

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import pytest
 
+from bundler.audit.judge import audit
 from bundler.audit.report import AuditReport
-from bundler.audit.run import audit
 from bundler.findings import Severity
 from bundler.plan import Status
 from tests.conftest import GPU, HELLO

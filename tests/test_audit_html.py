@@ -25,8 +25,8 @@ from typing import Any, cast
 import pytest
 
 from bundler.audit.html import STATUS_FILL, audit_html, write_html
+from bundler.audit.judge import audit
 from bundler.audit.report import AuditReport
-from bundler.audit.run import audit
 from bundler.errors import OutputError
 from bundler.findings import Severity
 from bundler.plan import Status
@@ -304,7 +304,7 @@ def test_same_bytes_in_another_process(broken: AuditReport, tmp_path: Path) -> N
     ours, theirs = tmp_path / "ours.html", tmp_path / "theirs.html"
     write_html(TEMPLATES, broken, ours)
     script = (
-        "import sys; from pathlib import Path; from bundler.audit.run import audit; "
+        "import sys; from pathlib import Path; from bundler.audit.judge import audit; "
         "from bundler.audit.html import write_html; from bundler.render.engine import Templates; "
         "write_html(Templates(None), audit(Path(sys.argv[1]), sys.argv[2]), Path(sys.argv[3]))"
     )

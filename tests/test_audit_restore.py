@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from bundler.audit.judge import audit
 from bundler.audit.loadproof import LoaderRun, LoadProof, proof_findings
-from bundler.audit.run import audit
 from bundler.findings import Severity
 from bundler.lock import LOCK_NAME, Lock, LockedFile, read_lock, write_lock
 from bundler.profiles import available_profiles, load_profile

@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
+from bundler.audit.judge import audit
 from bundler.audit.loadrun import prove_load
-from bundler.audit.run import audit
 from bundler.findings import Severity
 from bundler.plan import Status
 from tests.conftest import GPU, HELLO, require

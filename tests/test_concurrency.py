@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from bundler.lock import read_lock
-from bundler.render.doctor import doctor_data
+from bundler.render.doctor_dat import doctor_data
 from tests.support.httpserver import HttpServer
 from tests.support.slowrelease import DEPS, NAME, PATH, Release, app_exe, make_release, mirror_args
 from tests.support.slowrelease import serve_slowly as serve

@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 
 from bundler.lock import DOCTOR_DATA, Lock, PrunedFile
-from bundler.render.doctor import doctor_data
+from bundler.render.doctor_dat import doctor_data
 from bundler.resources import doctor_exe as shipped_doctor_exe
 from tests.conftest import HELLO, REPO, pip_env, require
 from tests.support import doctor as data

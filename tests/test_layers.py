@@ -183,12 +183,12 @@ def planted(tmp_path: Path, files: dict[str, str]) -> Iterator[tuple[str, ast.Mo
     ("files", "expected"),
     [
         (
-            {"plan.py": "def f():\n    from bundler.audit.run import audit\n"},
-            "bundler.plan (core) imports bundler.audit.run (audit)",
+            {"plan.py": "def f():\n    from bundler.audit.judge import audit\n"},
+            "bundler.plan (core) imports bundler.audit.judge (audit)",
         ),
         (
-            {"ship/build.py": "from bundler.audit.checks import CHECKS\n"},
-            "bundler.ship.build (ship) imports bundler.audit.checks (audit)",
+            {"ship/pipeline.py": "from bundler.audit.checks import CHECKS\n"},
+            "bundler.ship.pipeline (ship) imports bundler.audit.checks (audit)",
         ),
         (
             {"acquire/cache.py": "from bundler.cli import views\n"},

@@ -18,7 +18,7 @@ import pytest
 from bundler.appevidence import AppEvidence, MeasuredModel, problems, read_app_evidence
 from bundler.errors import ExitCode, InputFileError
 from bundler.measure.names import windows_name
-from bundler.measure.run import child_environment
+from bundler.measure.parent import child_environment
 from bundler.models import ModelOps, read_model_ops
 from tests.conftest import CPU, REPO, require_module
 

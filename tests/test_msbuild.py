@@ -27,7 +27,7 @@ import pytest
 from bundler.errors import ConfigError, ExitCode
 from bundler.lock import LOCK_NAME, Lock, LockedFile, read_lock
 from bundler.render.engine import Templates, msbuild_escape, xml_text
-from bundler.render.msbuild import (
+from bundler.render.msbuild_props import (
     PROPS_NAME,
     TARGETS_NAME,
     msbuild_values,

@@ -75,7 +75,7 @@ def test_every_look_up_in_sys_modules_is_found(tmp_path: Path) -> None:
         "import sys\n"
         "from sys import modules\n"
         "def choose():\n"
-        '    sys.modules["bundler.render.cache"].cache_folder.cache_clear()\n'
+        '    sys.modules["bundler.render.kept"].cache_folder.cache_clear()\n'
         '    engine = sys.modules.get("bundler.render.engine")\n'
         '    return "x" in sys.modules\n'
         "def main():\n"

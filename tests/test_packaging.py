@@ -81,7 +81,7 @@ def test_wheel_contains_the_msbuild_templates(wheel: Path, tmp_path: Path) -> No
     code = (
         "from pathlib import Path; from bundler.lock import Lock; "
         "from bundler.render.engine import Templates; "
-        "from bundler.render.msbuild import write_msbuild_files; "
+        "from bundler.render.msbuild_props import write_msbuild_files; "
         "templates, lock = Templates(Path('cache')), Lock('p', 'x64', 'app-local', ()); "
         "print(len(write_msbuild_files(templates, lock, Path('out')).paths))"
     )

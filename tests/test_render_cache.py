@@ -1,4 +1,4 @@
-"""Rendered outputs kept between runs (bundler/render/cache.py): a repeated rendering is read
+"""Rendered outputs kept between runs (bundler/render/kept.py): a repeated rendering is read
 back without importing jinja2, and the cache never changes what a rendering says: an edited
 template, a damaged entry, values that are not plain data, True against 1, a crowded or an
 unwritable cache folder all still give the text the template engine gives.
@@ -23,7 +23,7 @@ import pytest
 from bundler import resources
 from bundler.errors import ConfigError
 from bundler.lock import Lock, LockedFile
-from bundler.render import cache as render_cache
+from bundler.render import kept as render_cache
 from bundler.render.engine import Templates
 from bundler.render.postbuild import SCRIPT_TEMPLATE, postbuild_values
 from tests.conftest import REPO

@@ -36,7 +36,7 @@ from bundler.profiles import (  # noqa: E402
     matches,
 )
 from bundler.rules.derive.facts import recorded_file  # noqa: E402
-from bundler.rules.derive.render import RECORDED_MARKER, recorded_files_toml  # noqa: E402
+from bundler.rules.derive.profile_toml import RECORDED_MARKER, recorded_files_toml  # noqa: E402
 from bundler.system import load_system_policy  # noqa: E402
 
 

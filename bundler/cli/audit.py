@@ -90,9 +90,9 @@ def audit(
     ] = False,
 ) -> None:
     """Check a shipped folder as the target machine will see it; exit 17 on errors."""
+    from bundler.audit.judge import as_archived, is_archive, refuse_source_folder, with_signatures
+    from bundler.audit.judge import audit as run_audit
     from bundler.audit.junit import write_junit
-    from bundler.audit.run import as_archived, is_archive, refuse_source_folder, with_signatures
-    from bundler.audit.run import audit as run_audit
     from bundler.audit.suppressions import parse_suppression
 
     if trust is not None:
@@ -145,7 +145,7 @@ def audit(
 @contextmanager
 def _audit_target(path: Path) -> Iterator[tuple[Path, str | None]]:
     """PATH itself, or for an archive its unpacked folder (and the folder's path inside)."""
-    from bundler.audit.run import is_archive, unpacked
+    from bundler.audit.judge import is_archive, unpacked
 
     if not is_archive(path):
         yield path, None

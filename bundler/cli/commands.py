@@ -12,7 +12,7 @@ from typing import Any
 import typer
 import typer.main
 
-from bundler.cli import artifacts, audit, build, inspect, measure, profiles  # noqa: F401 (registers)
+from bundler.cli import audit, build_commands, cache_commands, inspect, measure, profile_commands  # noqa: F401 (registers)
 from bundler.cli.app import _debug, app
 from bundler.errors import BundleError, ExitCode
 

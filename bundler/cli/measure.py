@@ -17,7 +17,7 @@ from bundler.errors import ConfigError
 from bundler.measure import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
-    from bundler.measure.run import Measurement, Setup
+    from bundler.measure.parent import Measurement, Setup
 
 
 class ProviderChoice(StrEnum):
@@ -82,14 +82,14 @@ def measure(
     write the app evidence file: which CUDA and cuDNN libraries each model loaded, for
     `bundle build --model M --evidence FILE`. Exit 23 when a model did not run on the provider
     asked (docs/measuring.md)."""
-    from bundler.measure.run import (
+    from bundler.measure.parent import (
         evidence_document,
         evidence_text,
         require_cudnn,
         require_success,
         write_evidence,
     )
-    from bundler.measure.run import measure as run_measure
+    from bundler.measure.parent import measure as run_measure
 
     release, cudnn = _release(ort, profile)
     setup = _setup(release, provider, cuda_options or [], dims or [], libs, timeout)
@@ -111,7 +111,7 @@ def _setup(
     libs: Path | None,
     timeout: float,
 ) -> Setup:
-    from bundler.measure.run import PROVIDERS, Setup
+    from bundler.measure.parent import PROVIDERS, Setup
 
     if cuda_options and provider is ProviderChoice.cpu:
         raise ConfigError("--cuda-option needs --provider cuda.")

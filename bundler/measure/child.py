@@ -1,7 +1,7 @@
 """Act layer: one measurement, in a fresh process: run one ONNX model once with ONNX Runtime and
 record what the process loaded and where each node ran.
 
-The parent (bundler.measure.run) starts this file as a script (`python -P child.py ...`: the
+The parent (bundler.measure.parent) starts this file as a script (`python -P child.py ...`: the
 script's folder stays off sys.path), so the process holds only what the model needs: the
 standard library, numpy and onnxruntime, nothing of bundle. It writes its facts to the --result
 file as one JSON line, again after every phase, so the parent knows how far a child that died

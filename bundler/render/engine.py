@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from bundler import files, resources
 from bundler.errors import ConfigError, OutputError
-from bundler.render import cache as render_cache
+from bundler.render import kept as render_cache
 
 UTF8_BOM = "\ufeff"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -124,7 +124,7 @@ FILTERS: dict[str, Callable[[Any], str]] = {
 class Templates:
     """The template machinery of one command, passed to every renderer: the jinja2 environment
     (made on the first rendering that needs it) and what is kept between runs under
-    <root>/templates, compiled templates and rendered outputs (bundler.render.cache). `root` is
+    <root>/templates, compiled templates and rendered outputs (bundler.render.kept). `root` is
     the command's cache folder (bundler.acquire.cache.cache_root); None keeps nothing on disk.
     What the owner reads once (the folder, the templates' digest) holds for its command only."""
 
@@ -154,7 +154,7 @@ class Templates:
 
     @cached_property
     def sources(self) -> bytes:
-        """The digest of the templates and filters (bundler.render.cache.sources_digest)."""
+        """The digest of the templates and filters (bundler.render.kept.sources_digest)."""
         return render_cache.sources_digest()
 
     def output_key(self, template: str, values: dict[str, object]) -> str | None:
@@ -163,7 +163,7 @@ class Templates:
 
     def render(self, template: str, **values: Any) -> str:
         """The template rendered with the values; the same rendering as an earlier run is read
-        back from bundler.render.cache instead (jinja2 is then not even imported)."""
+        back from bundler.render.kept instead (jinja2 is then not even imported)."""
         folder = self.folder
         key = None if folder is None else self.output_key(template, values)
         if folder is None or key is None:

@@ -1,7 +1,7 @@
 """Decide layer: what the build gives bundle-doctor.exe. The exe itself is placed like any
 other file (kind "doctor"); the lock learns the CUDA code of every bundled DLL (bundler.fatbin,
 reused from the previous lock for an unchanged file), the load order the doctor proves, and the
-ORT release; bundle-doctor.dat is rendered from the lock afterwards (bundler.render.doctor)."""
+ORT release; bundle-doctor.dat is rendered from the lock afterwards (bundler.render.doctor_dat)."""
 
 from __future__ import annotations
 

@@ -38,7 +38,7 @@ from bundler.lock import LOCK_NAME, Lock, read_lock, write_lock
 from bundler.plan import Plan, Status
 from bundler.profiles import Artifact, Profile, dll_key, has_sdk, load_profile
 from bundler.render.engine import Templates
-from bundler.render.msbuild import (
+from bundler.render.msbuild_props import (
     BIN_DIR,
     DEFAULT_OUT,
     IMPORT_LIBRARY,

@@ -1,4 +1,4 @@
-"""bundle-doctor.dat for tests: the product's renderer (bundler/render/doctor.py) on a built
+"""bundle-doctor.dat for tests: the product's renderer (bundler/render/doctor_dat.py) on a built
 bundle's lock, with the changes a test needs (other GPU code, fewer load records, another ORT
 release), and `seal` for hand-made files (the bad-input cases)."""
 
@@ -11,7 +11,7 @@ from typing import Any
 
 from bundler.findings import CATALOGUE
 from bundler.lock import DOCTOR_DATA, LOCK_NAME, Lock, read_lock
-from bundler.render.doctor import DOCTOR_CHECKS, doctor_data
+from bundler.render.doctor_dat import DOCTOR_CHECKS, doctor_data
 
 PROVIDER = "onnxruntime_providers_cuda.dll"
 # docs/field-notes.md#gpu-code: ORT 1.22.0's provider (all 158 blobs)

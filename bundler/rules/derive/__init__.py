@@ -44,7 +44,7 @@ from bundler.rules.derive.flavours import (
     load_flavour,
 )
 from bundler.rules.derive.index import WheelPin, find_wheel
-from bundler.rules.derive.render import DerivedArtifact, Rendering, render_profile
+from bundler.rules.derive.profile_toml import DerivedArtifact, Rendering, render_profile
 from bundler.rules.scan import scan_all
 from bundler.system import SystemPolicy, load_system_policy
 

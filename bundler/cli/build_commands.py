@@ -40,7 +40,7 @@ from bundler.cli.groups import (
 from bundler.errors import ConfigError
 from bundler.options import Options
 from bundler.profiles import DEFAULT_PROFILE
-from bundler.render.msbuild import DEFAULT_OUT
+from bundler.render.msbuild_props import DEFAULT_OUT
 
 if TYPE_CHECKING:
     from bundler.lock import Lock
@@ -103,8 +103,8 @@ def build(
     from bundler.acquire.cache import CACHE_ENV, cache_root, env_cache_dir, platform_cache_dir
     from bundler.cli.progress import progress_for
     from bundler.render.engine import Templates
-    from bundler.ship.build import BuildOptions
-    from bundler.ship.build import build as run_build
+    from bundler.ship.pipeline import BuildOptions
+    from bundler.ship.pipeline import build as run_build
 
     settings = _app_config(config, exe)
     picked = Options()

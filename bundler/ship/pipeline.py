@@ -49,7 +49,7 @@ from bundler.prune import (
     evidence_for,
     options_mismatch,
 )
-from bundler.render.doctor import write_doctor_data
+from bundler.render.doctor_dat import write_doctor_data
 from bundler.render.engine import Templates
 from bundler.render.iss import ISS_NAME, IssResult, IssSettings, write_iss
 from bundler.render.postbuild import PostbuildResult, PostbuildSettings, write_postbuild
