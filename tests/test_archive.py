@@ -30,7 +30,8 @@ from bundler.errors import (
     OutputError,
     PlanFormatError,
 )
-from bundler.lock import LOCK_NAME, Lock, LockedFile, read_lock, write_lock
+from bundler.lock import LOCK_NAME, Lock, LockedFile
+from bundler.lockfile import read_lock, write_lock
 from bundler.ship.archive import archive_format, verify_archive, write_archive
 from tests.conftest import REPO, require
 
@@ -262,7 +263,7 @@ def test_same_payload_gives_the_same_bytes(
     second = tmp_path / "two" / f"{STEM}{suffix}"
     script = (
         "import sys; from pathlib import Path; from bundler.ship.archive import write_archive; "
-        "from bundler.lock import read_lock; folder = Path(sys.argv[1]); "
+        "from bundler.lockfile import read_lock; folder = Path(sys.argv[1]); "
         "write_archive(folder, read_lock(folder / 'bundle.lock.json'), Path(sys.argv[2]))"
     )
     subprocess.run(
@@ -402,7 +403,7 @@ def test_an_unwritable_target_is_an_output_error(bundle: tuple[Path, Lock], tmp_
 
 PEAK_RSS_SCRIPT = (
     "import resource, sys; from pathlib import Path; from bundler.ship.archive import "
-    "write_archive; from bundler.lock import read_lock; folder = Path(sys.argv[1]); "
+    "write_archive; from bundler.lockfile import read_lock; folder = Path(sys.argv[1]); "
     "write_archive(folder, read_lock(folder / 'bundle.lock.json'), Path(sys.argv[2])); "
     "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
 )

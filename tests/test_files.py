@@ -19,7 +19,8 @@ import pytest
 from bundler import files
 from bundler.errors import ConflictError
 from bundler.files import RETRY_DELAYS, case_collisions
-from bundler.ship.deploy import Counters, Placement, apply, plan_deployment
+from bundler.ship.deploy import apply, plan_deployment
+from bundler.ship.output_folder import Counters, Placement
 
 REPO = Path(__file__).resolve().parent.parent
 

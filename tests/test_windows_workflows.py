@@ -490,7 +490,7 @@ def test_scan_and_deps_of_the_built_folder(
 
 # --- the same result as on Linux ----------------------------------------------------------------
 
-# The lock file is written with LF line ends on every system (bundler/lock.py). Fields allowed
+# The lock file is written with LF line ends on every system (bundler/lockfile.py). Fields allowed
 # to differ between a Windows and a Linux build of the same inputs:
 # - mtime_ns of the files whose time is the file system's own (the app, bundle-doctor.exe):
 #   Windows keeps file times in 100 ns ticks (FILETIME), Linux in nanoseconds, so Windows reads

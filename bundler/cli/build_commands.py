@@ -192,7 +192,8 @@ def render_postbuild(
     postbuild.event.xml (the MSBuild post-build event calling it) from a lock file."""
     from bundler.acquire.cache import cache_root
     from bundler.render.engine import Templates
-    from bundler.render.postbuild import PostbuildSettings, write_postbuild
+    from bundler.render.postbuild import write_postbuild
+    from bundler.render.render_settings import PostbuildSettings
 
     settings = _app_config(config, None)
     lock_path, bundle = _lock_to_render(lock, settings)
@@ -240,7 +241,7 @@ def _no_exe(settings: AppConfig) -> str:
 
 def _lock_to_render(lock: Path | None, settings: AppConfig) -> tuple[Path, Lock]:
     """The lock a render command works from: --lock, else bundle.toml's output folder's."""
-    from bundler.lock import read_lock
+    from bundler.lockfile import read_lock
 
     lock_path = lock or _default_lock(settings)
     bundle = read_lock(lock_path)

@@ -21,7 +21,7 @@ import typer
 if TYPE_CHECKING:
     from bundler.acquire.artifacts import AcquireOptions
     from bundler.options import Options
-    from bundler.render.iss import IssSettings
+    from bundler.render.render_settings import IssSettings
     from bundler.ship.appconfig import AppConfig
 
 Command = TypeVar("Command", bound=Callable[..., Any])

@@ -24,8 +24,8 @@ if TYPE_CHECKING:  # type hints only: importing views must not import every comm
     from bundler.render.iss import IssResult
     from bundler.render.postbuild import PostbuildResult
     from bundler.rules.scan import ScanResult
-    from bundler.ship.deploy import Counters
     from bundler.ship.msbuild import MsbuildResult
+    from bundler.ship.output_folder import Counters
     from bundler.ship.pipeline import BuildResult
 
 TREE_STATUSES = (Status.APP, Status.BUNDLED, Status.DRIVER, Status.MISSING)

@@ -27,14 +27,8 @@ from bundler.evidence import all_evidence
 from bundler.files import as_listed
 from bundler.fit import require_fit
 from bundler.gpu import parse_target
-from bundler.lock import (
-    LOCK_NAME,
-    Lock,
-    LockedModel,
-    differences,
-    read_lock,
-    write_lock,
-)
+from bundler.lock import LOCK_NAME, Lock, LockedModel, differences
+from bundler.lockfile import read_lock, write_lock
 from bundler.models import ModelOps, read_model_ops
 from bundler.options import Options
 from bundler.plan import Plan, Status
@@ -51,19 +45,14 @@ from bundler.prune import (
 )
 from bundler.render.doctor_dat import write_doctor_data
 from bundler.render.engine import Templates
-from bundler.render.iss import ISS_NAME, IssResult, IssSettings, write_iss
-from bundler.render.postbuild import PostbuildResult, PostbuildSettings, write_postbuild
+from bundler.render.iss import ISS_NAME, IssResult, write_iss
+from bundler.render.postbuild import PostbuildResult, write_postbuild
+from bundler.render.render_settings import IssSettings, PostbuildSettings
 from bundler.render.sbom import SBOM_NAME, write_sbom
 from bundler.resolve import read_inputs, resolve
-from bundler.ship.deploy import (
-    Counters,
-    Deployment,
-    Placement,
-    apply,
-    output_lock,
-    plan_deployment,
-)
+from bundler.ship.deploy import Deployment, apply, output_lock, plan_deployment
 from bundler.ship.doctor import doctor_placement, load_order, ort_version, with_gpu_code
+from bundler.ship.output_folder import Counters, Placement
 from bundler.ship.placements import (
     Placed,
     Source,

@@ -19,11 +19,7 @@ from bundler.errors import MissingDependenciesError
 from bundler.lock import Lock, LockedFile
 from bundler.plan import EdgeKind, Plan, PlanFile, Status
 from bundler.profiles import Artifact, Profile
-from bundler.ship.deploy import (
-    Counters,
-    Placement,
-    same_file,
-)
+from bundler.ship.output_folder import Counters, Placement, same_file
 
 if TYPE_CHECKING:  # bundler.ship.archive (py7zr) is imported only when --archive asks for it
     pass

@@ -1,4 +1,5 @@
-"""`bundle profiles new`: derive a target profile for an ORT release from its PyPI wheels.
+"""Act layer: `bundle profiles new`: derive a target profile for an ORT release from its PyPI
+wheels.
 
 The steps, each done by the module that owns it:
 1. the flavour (flavours.py) says which packages and component versions go together;
@@ -7,9 +8,9 @@ The steps, each done by the module that owns it:
    --require-hashes, extraction), from a provisional profile that provides every DLL;
 4. the DLLs' import tables (bundler.pe) and runtime loads (bundler.rules.scan) give the roots, the
    rules, the DLLs each artifact provides and the VC++ floor (facts.py);
-5. render.py writes the profile with a comment on every fact.
+5. profile_toml.py writes the profile with a comment on every fact.
 
-Act layer (network, cache, files); it prints nothing: the CLI shows the result.
+It uses the network, the cache and files; it prints nothing: the CLI shows the result.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ from bundler.rules.derive.flavours import (
     available_flavours,
     load_flavour,
 )
-from bundler.rules.derive.index import WheelPin, find_wheel
+from bundler.rules.derive.index import find_wheel
+from bundler.rules.derive.pins import WheelPin
 from bundler.rules.derive.profile_toml import DerivedArtifact, Rendering, render_profile
 from bundler.rules.scan import scan_all
 from bundler.system import SystemPolicy, load_system_policy

@@ -14,7 +14,7 @@ from bundler.profiles import RecordedFile, dll_key
 from bundler.rules.derive.build_info import BuildInfo
 from bundler.rules.derive.facts import Facts, Load, Windows, as_pattern
 from bundler.rules.derive.flavours import ComponentSet, Flavour, LocalInstall, Package
-from bundler.rules.derive.index import WheelPin
+from bundler.rules.derive.pins import WheelPin
 
 
 @dataclass(frozen=True)
