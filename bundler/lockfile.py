@@ -1,6 +1,9 @@
-"""Act layer: bundle.lock.json on disk. Read, it is checked before anything trusts it (the
-schema version, every entry's keys and name, the digest that a hand edit breaks); written, it
-goes to a temporary name first and is renamed into place. The lock's content is bundler.lock.
+"""Act layer: bundle.lock.json on disk, read and checked before anything trusts it, and written
+atomically.
+
+Reading checks the schema version, every entry's keys and name, and the digest that a hand edit
+breaks; writing goes to a temporary name first and renames it into place. The lock's content
+(the dataclasses, its JSON text, what `--locked` compares) is bundler.lock.
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@
 - No cycles between modules (imports at module level, where a cycle breaks an import).
 - Only `bundler/cli/` and the entry point print or exit: library code reports through
   bundler.notes or raises a BundleError.
-- Every module's docstring opens with its layer (read, decide, act, talk) and its job.
+- Every module's docstring opens with its layer (read, decide, act, talk) and its job, and
+  imports point one way: read and decide (the lowest, which may import each other) < act < talk.
+  A module imports only modules of its own rank or lower, every import counted.
 
 Each checker is also run on a planted violation, so the test can fail.
 """
@@ -39,6 +41,21 @@ MAY_PRINT = ("cli", "entry")
 PRINTING = {"print", "sys.exit", "sys.stderr.write", "sys.stdout.write", "os._exit", "exit"}
 PRINTING |= {"typer.echo", "typer.secho", "quit"}
 LAYER_WORDS = ("Read layer", "Decide layer", "Act layer", "Talk layer", "Read/decide layer")
+# The label a docstring opens with -> its rank: a module imports only its own rank or lower.
+RANKS = {"read": 0, "decide": 0, "read/decide": 0, "act": 1, "talk": 2}
+# Upward imports that other steps of issue 30 remove: the output channel (bundler.notes) moving
+# below act, and the acquire wing's decisions leaving its act modules. Each step empties its own
+# lines when it lands; an entry that no longer occurs fails the test, so none outlives its step.
+AWAITING_OTHER_STEPS = frozenset(
+    {
+        "bundler.acquire.cache (act) imports bundler.notes (talk)",
+        "bundler.acquire.provenance (decide) imports bundler.acquire.artifacts (act)",
+        "bundler.audit.checks (decide) imports bundler.acquire.cache (act)",
+        "bundler.audit.loadrun (act) imports bundler.notes (talk)",
+        "bundler.ship.placements (decide) imports bundler.acquire.artifacts (act)",
+        "bundler.ship.placements (decide) imports bundler.acquire.cache (act)",
+    }
+)
 
 
 def module_name(path: Path, root: Path = PACKAGE) -> str:
@@ -148,6 +165,57 @@ def undeclared_layers(
     return found
 
 
+def layer_of(name: str, tree: ast.Module) -> str | None:
+    """The label the docstring opens with ("read", "decide", "act", ...); `__main__` is the
+    entry point, talk. None: no label (a package's `__init__`), which counts as the lowest rank,
+    so a package with code above that must say its layer."""
+    text = ast.get_docstring(tree) or ""
+    word = text.split(" layer", 1)[0].lower()
+    if word in RANKS:
+        return word
+    return "talk" if name.endswith("__main__") else None
+
+
+def imported_modules(tree: ast.Module, known: set[str]) -> Iterator[str]:
+    """Every bundler module a module imports, anywhere in it (functions, TYPE_CHECKING):
+    `from bundler.audit import winjob` is bundler.audit.winjob, `from bundler import
+    __version__` the package bundler."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and _ours(node.module or ""):
+            for alias in node.names:
+                name = f"{node.module}.{alias.name}"
+                yield name if name in known else str(node.module)
+        elif isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names if _ours(alias.name))
+
+
+def _ours(module: str) -> bool:
+    return module == "bundler" or module.startswith("bundler.")
+
+
+def direction_violations(modules: Iterator[tuple[str, ast.Module]]) -> list[str]:
+    """Imports of a module whose layer ranks above the importer's (RANKS)."""
+    trees = dict(modules)
+    layers = {name: layer_of(name, tree) for name, tree in trees.items()}
+
+    def rank(layer: str | None) -> int:
+        return RANKS[layer] if layer else 0
+
+    found = set()
+    for name, tree in trees.items():
+        for target in imported_modules(tree, set(trees)):
+            mine, theirs = layers[name], layers.get(target)
+            if rank(theirs) > rank(mine):
+                found.add(f"{name} ({mine or 'no layer'}) imports {target} ({theirs})")
+    return sorted(found)
+
+
+def against_awaited(found: list[str], awaited: frozenset[str]) -> dict[str, list[str]]:
+    """new: upward imports nobody expects; gone: awaited ones that no longer occur (drop them
+    from AWAITING_OTHER_STEPS). Both must be empty."""
+    return {"new": sorted(set(found) - awaited), "gone": sorted(awaited - set(found))}
+
+
 # --- the package as it is ------------------------------------------------------------------------
 
 
@@ -165,6 +233,11 @@ def test_only_the_cli_prints_or_exits() -> None:
 
 def test_every_module_says_its_layer_first() -> None:
     assert undeclared_layers(sources(), packages()) == []
+
+
+def test_no_module_imports_a_layer_above_its_own() -> None:
+    found = direction_violations(sources())
+    assert against_awaited(found, AWAITING_OTHER_STEPS) == {"new": [], "gone": []}
 
 
 # --- and each checker on a planted violation ----------------------------------------------------
@@ -221,6 +294,70 @@ def test_a_planted_print_is_found(tmp_path: Path) -> None:
 def test_a_planted_module_without_its_layer_is_found(tmp_path: Path) -> None:
     files = {"good.py": '"""Read layer: one job."""\n', "bad.py": '"""Does things."""\n'}
     assert undeclared_layers(planted(tmp_path, files)) == ["bundler.bad: Does things."]
+
+
+READ = '"""Read layer: facts."""\n'
+DECIDE = '"""Decide layer: choices."""\n'
+ACT = '"""Act layer: writes."""\n'
+TALK = '"""Talk layer: prints."""\n'
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        (  # inside a function
+            {"plan.py": DECIDE + "def f():\n    from bundler.lock import Lock\n", "lock.py": ACT},
+            "bundler.plan (decide) imports bundler.lock (act)",
+        ),
+        (  # under TYPE_CHECKING, a module named as a package's member
+            {
+                "ship/deploy.py": ACT + "if TYPE_CHECKING:\n    from bundler.cli import views\n",
+                "cli/__init__.py": "",
+                "cli/views.py": TALK,
+            },
+            "bundler.ship.deploy (act) imports bundler.cli.views (talk)",
+        ),
+        (  # `from bundler import ...`: a module counts, a name of the package does not
+            {
+                "__init__.py": '"""bundle."""\n__version__ = "0"\n',
+                "pe.py": READ + "from bundler import __version__, files\n",
+                "files.py": ACT,
+            },
+            "bundler.pe (read) imports bundler.files (act)",
+        ),
+        (  # a package without a label counts as the lowest rank
+            {
+                "rules/derive/__init__.py": '"""derive."""\nimport bundler.acquire.artifacts\n',
+                "acquire/artifacts.py": ACT,
+            },
+            "bundler.rules.derive (no layer) imports bundler.acquire.artifacts (act)",
+        ),
+    ],
+)
+def test_a_planted_import_above_the_layer_is_found(
+    files: dict[str, str], expected: str, tmp_path: Path
+) -> None:
+    assert direction_violations(planted(tmp_path, files)) == [expected]
+
+
+def test_imports_at_or_below_the_layer_pass(tmp_path: Path) -> None:
+    files = {
+        "pe.py": READ + "from bundler import plan\n",
+        "plan.py": DECIDE + "from bundler import pe\n",
+        "files.py": ACT + "from bundler import pe, plan\n",
+        "cli.py": TALK + "from bundler import files, plan\n",
+        "__main__.py": "from bundler import cli\n",
+    }
+    assert direction_violations(planted(tmp_path, files)) == []
+
+
+def test_an_awaited_import_that_no_longer_occurs_fails(tmp_path: Path) -> None:
+    files = {"plan.py": DECIDE + "from bundler import lock\n", "lock.py": ACT}
+    still = "bundler.plan (decide) imports bundler.lock (act)"
+    gone = "bundler.audit.checks (decide) imports bundler.acquire.cache (act)"
+    found = direction_violations(planted(tmp_path, files))
+    assert against_awaited(found, frozenset({still, gone})) == {"new": [], "gone": [gone]}
+    assert against_awaited(found, frozenset()) == {"new": [still], "gone": []}
 
 
 # --- size ---------------------------------------------------------------------------------------

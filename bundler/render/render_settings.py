@@ -1,8 +1,9 @@
-"""Decide layer: what the user decides about the rendered files (flags, else bundle.toml's
-[render] and [sign] tables): the Inno Setup script's settings, the code signing and the
-post-build step. Each is a frozen dataclass, validated by `checked()` before anything is built
-or written, so a bad value is one ConfigError naming it, never a half-written bundle. The
-renderers (bundler.render.iss, .sign, .postbuild) take them as given.
+"""Decide layer: the user's settings of the installer, its signing and the post-build step.
+
+They come from flags, else bundle.toml's [render] and [sign] tables. Each is a frozen
+dataclass, validated by `checked()` before anything is built or written, so a bad value is one
+ConfigError naming it, never a half-written bundle. The renderers (bundler.render.iss, .sign,
+.postbuild) take them as given.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
-"""Read/decide layer: the output folder's files as data, for the pipelines that fill it and for
-the deployment that writes them: a `Placement` (one file that must be there), `same_file` (is
-the copy there already its source: the quick check, a stat of each) and the `Counters` of what
-a build did to the folder (copied, cloned, linked, hashed, ...). Nothing here writes."""
+"""Read/decide layer: the output folder's files as data, shared by the pipelines that fill it
+and the deployment that writes them.
+
+A `Placement` is one file that must be there; `same_file` says whether the copy there already is
+its source (the quick check, a stat of each); `Counters` count what a build did to the folder
+(copied, cloned, linked, hashed, ...). Nothing here writes."""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""Decide layer: a wheel pinned for a derived profile (`bundle profiles new`): which file of
-which release, its SHA-256 and size, and the index page that listed it, the pin's provenance.
-bundler.rules.derive.index finds pins on a package index; the profile's TOML records them."""
+"""Decide layer: a wheel a derived profile pins (`bundle profiles new`).
+
+Which file of which release, its SHA-256 and size, and the index page that listed it, the pin's
+provenance. bundler.rules.derive.index finds pins on a package index; the profile's TOML
+records them."""
 
 from __future__ import annotations
 
