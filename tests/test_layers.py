@@ -48,12 +48,8 @@ RANKS = {"read": 0, "decide": 0, "read/decide": 0, "act": 1, "talk": 2}
 # lines when it lands; an entry that no longer occurs fails the test, so none outlives its step.
 AWAITING_OTHER_STEPS = frozenset(
     {
-        "bundler.acquire.cache (act) imports bundler.notes (talk)",
-        "bundler.acquire.provenance (decide) imports bundler.acquire.artifacts (act)",
-        "bundler.audit.checks (decide) imports bundler.acquire.cache (act)",
         "bundler.audit.loadrun (act) imports bundler.notes (talk)",
-        "bundler.ship.placements (decide) imports bundler.acquire.artifacts (act)",
-        "bundler.ship.placements (decide) imports bundler.acquire.cache (act)",
+        "bundler.file_locks (act) imports bundler.notes (talk)",
     }
 )
 

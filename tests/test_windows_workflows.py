@@ -37,7 +37,7 @@ from typing import Any
 import pytest
 from filelock import FileLock
 
-from bundler.acquire.cache import file_sha256
+from bundler.digest import file_sha256
 from bundler.lock import LOCK_NAME
 from bundler.signatures import FINDING_CODES as SIGNATURE_CODES
 from tests.conftest import CPU, DIRECTML, GPU, HELLO, REPO, run_bundle, test_cache_dir

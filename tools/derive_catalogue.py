@@ -28,8 +28,9 @@ sys.path.insert(0, str(REPO))
 
 from bundler import resources  # noqa: E402
 from bundler.acquire.artifacts import AcquireOptions  # noqa: E402
-from bundler.acquire.cache import Cache, default_cache_dir  # noqa: E402
+from bundler.acquire.cache import Cache  # noqa: E402
 from bundler.acquire.download import DownloadPolicy  # noqa: E402
+from bundler.cache_root import default_cache_dir  # noqa: E402
 from bundler.errors import BundleError  # noqa: E402
 from bundler.profiles import load_profile_file  # noqa: E402
 from bundler.render.engine import write_text  # noqa: E402

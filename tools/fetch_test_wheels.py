@@ -27,8 +27,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bundler.acquire.cache import file_sha256  # noqa: E402
 from bundler.acquire.sources import pip_download  # noqa: E402
+from bundler.digest import file_sha256  # noqa: E402
 from bundler.errors import BundleError  # noqa: E402
 from bundler.profiles import PipSource, available_profiles, load_profile  # noqa: E402
 

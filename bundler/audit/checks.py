@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from bundler.acquire.cache import file_sha256
 from bundler.audit.report import Audited, CheckFunction, is_pe_name
+from bundler.digest import file_sha256
 from bundler.findings import Finding, finding
 from bundler.gpu import target_findings
 from bundler.pe import format_version

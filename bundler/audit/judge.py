@@ -33,7 +33,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bundler.acquire.extract import unpack_all
+from bundler.acquire.unpack import unpack_all
 from bundler.audit.checks import CHECKS
 from bundler.audit.report import (
     Audited,

@@ -113,8 +113,8 @@ def audit(
         if signatures:
             report = with_signatures(report, rules)
         if run:
-            from bundler.acquire.cache import cache_root
             from bundler.audit.loadrun import prove_load
+            from bundler.cache_root import cache_root
 
             report = prove_load(
                 report,
@@ -128,8 +128,8 @@ def audit(
     if junit is not None:
         write_junit(report, junit, strict)
     if html is not None:
-        from bundler.acquire.cache import cache_root
         from bundler.audit.html import write_html
+        from bundler.cache_root import cache_root
         from bundler.render.engine import Templates
 
         write_html(Templates(cache_root(None)), report, html)

@@ -100,7 +100,7 @@ def build(
 ) -> None:
     """Deploy EXE's complete DLL closure next to it (or into --out), with a lock file and an
     Inno Setup script."""
-    from bundler.acquire.cache import CACHE_ENV, cache_root, env_cache_dir, platform_cache_dir
+    from bundler.cache_root import CACHE_ENV, cache_root, env_cache_dir, platform_cache_dir
     from bundler.cli.progress import progress_for
     from bundler.render.engine import Templates
     from bundler.ship.pipeline import BuildOptions
@@ -156,7 +156,7 @@ def render_iss(
     as_json: JsonOption = False,
 ) -> None:
     """Render the Inno Setup script of a built bundle from its lock file, without building."""
-    from bundler.acquire.cache import cache_root
+    from bundler.cache_root import cache_root
     from bundler.render.engine import Templates
     from bundler.render.iss import ISS_NAME, write_iss
 
@@ -190,7 +190,7 @@ def render_postbuild(
 ) -> None:
     """Render postbuild.cmd (copies the bundle's DLLs into a build's output folder) and
     postbuild.event.xml (the MSBuild post-build event calling it) from a lock file."""
-    from bundler.acquire.cache import cache_root
+    from bundler.cache_root import cache_root
     from bundler.render.engine import Templates
     from bundler.render.postbuild import write_postbuild
     from bundler.render.render_settings import PostbuildSettings

@@ -57,7 +57,8 @@ def fetch(
 @cache_app.command("list")
 def cache_list(cache_dir: CacheDirOption = None, as_json: JsonOption = False) -> None:
     """List the verified archives in the cache."""
-    from bundler.acquire.cache import Cache, cache_root
+    from bundler.acquire.cache import Cache
+    from bundler.cache_root import cache_root
 
     cache = Cache(cache_root(cache_dir))
     shown = views.cache_json if as_json else views.cache_table
@@ -73,7 +74,8 @@ def cache_clean(
     as_json: JsonOption = False,
 ) -> None:
     """Remove partial downloads, extracted trees and kept templates (--all: the archives too)."""
-    from bundler.acquire.cache import Cache, cache_root
+    from bundler.acquire.cache import Cache
+    from bundler.cache_root import cache_root
 
     cache = Cache(cache_root(cache_dir))
     freed = cache.clean(everything)

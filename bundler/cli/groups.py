@@ -50,7 +50,7 @@ class Sources:
 
     def root(self) -> Path:
         """The command's cache folder: --cache-dir, else $BUNDLE_CACHE_DIR, else the user's."""
-        from bundler.acquire.cache import cache_root
+        from bundler.cache_root import cache_root
 
         return cache_root(self.cache_dir)
 

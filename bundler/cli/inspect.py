@@ -66,8 +66,10 @@ def _resolve(
     cache_dir: Path | None = None,
 ) -> Plan:
     """Inputs are read before any fetch, so a wrong exe fails at once, not after a download."""
-    from bundler.acquire.artifacts import AcquireOptions, acquire_profile, dll_search_path
-    from bundler.acquire.cache import Cache, cache_root
+    from bundler.acquire.acquired import dll_search_path
+    from bundler.acquire.artifacts import AcquireOptions, acquire_profile
+    from bundler.acquire.cache import Cache
+    from bundler.cache_root import cache_root
     from bundler.cli.progress import progress_for
     from bundler.profiles import load_profile
     from bundler.resolve import read_inputs, resolve

@@ -66,7 +66,8 @@ def profiles_check(
     as_json: JsonOption = False,
 ) -> None:
     """Scan a profile's DLLs and compare what they load at run time with its rules."""
-    from bundler.acquire.artifacts import acquire_profile, dll_search_path
+    from bundler.acquire.acquired import dll_search_path
+    from bundler.acquire.artifacts import acquire_profile
     from bundler.acquire.cache import Cache
     from bundler.cli.progress import progress_for
     from bundler.fit import require_resolved
@@ -141,8 +142,9 @@ def profiles_new(
 ) -> None:
     """Derive a profile for an ORT release from its wheels: pins, DLLs, roots, rules."""
     from bundler.acquire.artifacts import AcquireOptions
-    from bundler.acquire.cache import Cache, cache_root
+    from bundler.acquire.cache import Cache
     from bundler.acquire.download import DownloadPolicy
+    from bundler.cache_root import cache_root
     from bundler.cli.progress import progress_for
     from bundler.render.engine import write_text
     from bundler.rules.derive import NewProfile, derive_profile

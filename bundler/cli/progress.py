@@ -7,7 +7,7 @@ import sys
 import time
 from typing import TextIO
 
-from bundler.acquire.download import ProgressCallback
+from bundler.progress_meter import ProgressCallback
 
 _STEP_UNKNOWN = 64 * 1000 * 1000
 _live: list[_Bar] = []  # bars drawing now: a step that fails never finishes its bar

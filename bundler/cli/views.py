@@ -18,7 +18,7 @@ from bundler.plan import EDGE_LABELS, Edge, EdgeKind, Plan, PlanFile, Status
 from bundler.render.postbuild import PLACEHOLDER
 
 if TYPE_CHECKING:  # type hints only: importing views must not import every command's modules
-    from bundler.acquire.artifacts import Acquired
+    from bundler.acquire.acquired import Acquired
     from bundler.acquire.cache import CacheEntry
     from bundler.prune import Pruning
     from bundler.render.iss import IssResult

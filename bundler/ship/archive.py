@@ -38,8 +38,7 @@ import py7zr
 import py7zr.exceptions
 
 from bundler import files
-from bundler.acquire.cache import file_sha256
-from bundler.acquire.download import ProgressCallback
+from bundler.digest import file_sha256
 from bundler.errors import (
     ArchiveError,
     ConfigError,
@@ -48,6 +47,7 @@ from bundler.errors import (
     PlanFormatError,
 )
 from bundler.lock import LOCK_NAME, Lock, is_inside
+from bundler.progress_meter import ProgressCallback
 from bundler.ship import sevenzip
 from bundler.ship.deploy import TEMP_SUFFIX
 

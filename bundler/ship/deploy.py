@@ -27,9 +27,8 @@ from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from bundler.acquire.cache import file_lock
-from bundler.acquire.download import ProgressCallback, ProgressMeter
 from bundler.errors import ConflictError, FileInUseError, InputFileError, OutputError
+from bundler.file_locks import file_lock
 from bundler.files import (
     case_collisions,
     copy_file,
@@ -39,6 +38,7 @@ from bundler.files import (
     wait_until_free,
 )
 from bundler.pe import format_version, read_pe
+from bundler.progress_meter import ProgressCallback, ProgressMeter
 from bundler.ship.output_folder import Counters, Placement, same_file
 
 TEMP_SUFFIX = ".bundle-tmp"

@@ -23,13 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
-from bundler.acquire.artifacts import (
-    Acquired,
-    AcquireOptions,
-    ProgressFactory,
-    acquire_profile,
-    dll_search_path,
-)
+from bundler.acquire.acquired import Acquired, dll_search_path
+from bundler.acquire.artifacts import AcquireOptions, acquire_profile
 from bundler.acquire.cache import Cache
 from bundler.acquire.extract import sdk_member
 from bundler.acquire.provenance import attach_provenance
@@ -38,6 +33,7 @@ from bundler.lock import LOCK_NAME, Lock
 from bundler.lockfile import read_lock, write_lock
 from bundler.plan import Plan, Status
 from bundler.profiles import Artifact, Profile, dll_key, has_sdk, load_profile
+from bundler.progress_meter import ProgressFactory
 from bundler.render.engine import Templates
 from bundler.render.msbuild_props import (
     BIN_DIR,

@@ -12,13 +12,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bundler.acquire.artifacts import (
-    Acquired,
-    AcquireOptions,
-    ProgressFactory,
-    acquire_profile,
-    dll_search_path,
-)
+from bundler.acquire.acquired import Acquired, dll_search_path
+from bundler.acquire.artifacts import AcquireOptions, acquire_profile
 from bundler.acquire.cache import Cache
 from bundler.acquire.provenance import attach_provenance
 from bundler.appevidence import problems, read_app_evidence
@@ -33,6 +28,7 @@ from bundler.models import ModelOps, read_model_ops
 from bundler.options import Options
 from bundler.plan import Plan, Status
 from bundler.profiles import Profile, load_profile
+from bundler.progress_meter import ProgressFactory
 from bundler.prune import (
     MeasuredSource,
     Pruning,

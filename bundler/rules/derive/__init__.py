@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from bundler.acquire.artifacts import Acquired, AcquireOptions, ProgressFactory, acquire_profile
+from bundler.acquire.acquired import Acquired
+from bundler.acquire.artifacts import AcquireOptions, acquire_profile
 from bundler.acquire.cache import Cache
 from bundler.acquire.download import DownloadPolicy
 from bundler.errors import BuildMismatchError, IntegrityError, ProfileError, VcRuntimeError
@@ -34,6 +35,7 @@ from bundler.profiles import (
     dll_key,
     load_profile_file,
 )
+from bundler.progress_meter import ProgressFactory
 from bundler.resolve import resolve
 from bundler.rules.derive.build_info import BuildInfo, check_cuda_major, read_build_info
 from bundler.rules.derive.facts import Facts, Windows, derive_facts, recorded_file, required_windows
