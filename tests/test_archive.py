@@ -32,7 +32,8 @@ from bundler.errors import (
 )
 from bundler.lock import LOCK_NAME, Lock, LockedFile
 from bundler.lockfile import read_lock, write_lock
-from bundler.ship.archive import archive_format, verify_archive, write_archive
+from bundler.ship.archive import archive_format, write_archive
+from bundler.ship.readback import verify_archive
 from tests.conftest import REPO, require
 
 FORMATS = [".zip", ".7z"]
