@@ -52,15 +52,12 @@ from typing import Any
 import pefile
 
 from bundler import notes
+from bundler.audit.loader_output import LoaderLine, LoaderRun, app_verdict, parse_lines
 from bundler.audit.loadproof import (
-    LoaderLine,
-    LoaderRun,
     app_exes,
-    app_verdict,
     audit_missing,
     judge,
     native_vc_runtime,
-    parse_lines,
     proof_findings,
     runtime_roots,
 )
