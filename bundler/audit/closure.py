@@ -1,8 +1,9 @@
-"""Decide layer of the audit: the checks of the import closure, what it lacks (BA1xx), and
-who needs what it lacks: the chains from a root to a DLL, its direct users, and the records
-(an absent DLL's import table, a pattern's recorded file name) a need rests on. Each check is
-one small function over `Audited` returning findings of one catalogue code; bundler.audit.checks
-lists them all in CHECKS."""
+"""Decide layer of the audit: the import closure's checks (BA1xx), what it lacks and who needs it.
+
+Beside the checks: the chains from a root to a DLL, its direct users, and the records (an absent
+DLL's import table, a pattern's recorded file name) a need rests on, which the findings show and
+bundler.audit.restore reads. Each check is one small function over `Audited` returning findings
+of one catalogue code; bundler.audit.checks lists them all in CHECKS."""
 
 from __future__ import annotations
 

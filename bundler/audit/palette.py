@@ -1,6 +1,7 @@
-"""Decide layer, for `bundle audit --html`: what the page's things look like. One palette: a
-fill, a stroke and a meaning per file status, a colour per finding severity, a colour, a dash
-and a meaning per load kind; read by the graph, the legend, the rest of the page and the tests,
+"""Decide layer, for `bundle audit --html`: the page's palette, one meaning per colour.
+
+A fill, a stroke and a meaning per file status, a colour per finding severity, a colour, a dash
+and a meaning per load kind: read by the graph, the legend, the rest of the page and the tests,
 so that a colour means one thing everywhere. Pure data.
 """
 

@@ -27,11 +27,11 @@ from bundler.acquire.download import DownloadPolicy
 from bundler.errors import BuildMismatchError, IntegrityError, ProfileError, VcRuntimeError
 from bundler.fit import require_resolved
 from bundler.pe import PEInfo, read_pe
+from bundler.profile_loads import RecordedFile
 from bundler.profiles import (
     Artifact,
     PipSource,
     Profile,
-    RecordedFile,
     dll_key,
     load_profile_file,
 )
