@@ -9,7 +9,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from bundler.errors import BusyError
-from bundler.notes import note
+from bundler.reporter import Note
 from bundler.settings import env_number
 
 LOCK_TIMEOUT_ENV = "BUNDLE_LOCK_TIMEOUT"
@@ -23,10 +23,10 @@ def lock_timeout() -> float | None:
 
 
 @contextmanager
-def file_lock(path: Path, what: str, *, remove: bool = False) -> Iterator[None]:
+def file_lock(path: Path, what: str, note: Note, *, remove: bool = False) -> Iterator[None]:
     """An exclusive lock across processes (filelock: flock on Unix, LockFileEx on Windows),
-    held while the block runs. Another holder makes this one wait, saying so on stderr after
-    a second, for up to $BUNDLE_LOCK_TIMEOUT (BusyError).
+    held while the block runs. Another holder makes this one wait, saying so through `note`
+    after a second, for up to $BUNDLE_LOCK_TIMEOUT (BusyError).
 
     With `remove` the lock file is deleted before release, so it leaves no trace (an output
     folder must hold only what builds put there). A waiter that then locks the deleted file

@@ -41,6 +41,7 @@ from bundler.acquire.trees import PendingArchive, unpack_archives
 from bundler.errors import FetchError
 from bundler.profiles import Artifact, DirSource, PipSource, Profile, Source, UrlSource
 from bundler.progress_meter import ProgressFactory
+from bundler.reporter import Reporter
 from bundler.validate import SOURCE_MODES
 
 
@@ -56,15 +57,15 @@ class AcquireOptions:
 
 
 def acquire_profile(
-    profile: Profile, cache: Cache, options: AcquireOptions, progress: ProgressFactory
+    profile: Profile, cache: Cache, options: AcquireOptions, report: Reporter
 ) -> list[Acquired]:
     if options.mode not in SOURCE_MODES:
         raise FetchError(f"--source {options.mode}: use one of {', '.join(SOURCE_MODES)}.")
     cache.prepare()
-    acquirer = Acquirer(profile, cache, options, progress)
+    acquirer = Acquirer(profile, cache, options, report.progress)
     if options.verify:
         acquirer.verify_cached()
-    return unpack_archives(acquirer.get_all(profile.artifacts), cache, progress)
+    return unpack_archives(acquirer.get_all(profile.artifacts), cache, report.progress)
 
 
 Outcome = Acquired | PendingArchive  # a local install is ready; an archive is still to unpack

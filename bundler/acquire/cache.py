@@ -32,6 +32,7 @@ from bundler.acquire.hash_memo import HashMemo
 from bundler.digest import HASH_BLOCK, file_sha256, files_sha256
 from bundler.errors import IntegrityError, OutputError
 from bundler.file_locks import file_lock
+from bundler.reporter import SILENT, Reporter
 
 
 @dataclass(frozen=True)
@@ -160,8 +161,8 @@ class Cache:
     the checks of stored blobs (`checks`), their records (`index`) and the hashes of extracted
     members (`memo`) in pieces of their own."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
+    def __init__(self, root: Path, report: Reporter = SILENT) -> None:
+        self.root, self.report = root, report
         self.blobs = root / "blobs" / "sha256"
         self.extract_root = root / "extracted"
         self.tmp = root / "tmp"
@@ -184,7 +185,9 @@ class Cache:
         """One writer per blob (download or extraction) across processes."""
         with ExitStack() as held:
             try:
-                held.enter_context(file_lock(self.root / "locks" / f"{sha256}.lock", what))
+                held.enter_context(
+                    file_lock(self.root / "locks" / f"{sha256}.lock", what, self.report.note)
+                )
             except OSError as exc:
                 raise self.write_error(exc) from exc
             yield

@@ -51,7 +51,6 @@ from typing import Any
 
 import pefile
 
-from bundler import notes
 from bundler.audit.loader_output import LoaderLine, LoaderRun, app_verdict, parse_lines
 from bundler.audit.loadproof import (
     app_exes,
@@ -72,6 +71,7 @@ from bundler.findings import severity_rank
 from bundler.lock import DOCTOR_DATA, DOCTOR_EXE
 from bundler.pe import release_image
 from bundler.plan import Plan
+from bundler.reporter import SILENT, Note
 
 DEFAULT_TIMEOUT = 30.0  # seconds per run: imports resolve in the first second or two
 PREPARE_TIMEOUT = 600.0  # wineboot of a new prefix: about 20 s warm, minutes on a cold disk
@@ -101,7 +101,7 @@ class WineLoader:
 
     name = "wine"
 
-    def __init__(self, prefix: Path, owned: bool, overrides: str | None, note: notes.Note) -> None:
+    def __init__(self, prefix: Path, owned: bool, overrides: str | None, note: Note) -> None:
         self.prefix = prefix
         self.owned = owned  # the private prefix: bundle starts and stops its wineserver
         self.overrides = overrides
@@ -124,7 +124,9 @@ class WineLoader:
         self.version = version.stdout.strip() or "wine"
         if self.owned:
             self.prefix.parent.mkdir(parents=True, exist_ok=True)
-            with file_lock(self.prefix.with_name(self.prefix.name + ".lock"), "the Wine prefix"):
+            with file_lock(
+                self.prefix.with_name(self.prefix.name + ".lock"), "the Wine prefix", self.note
+            ):
                 if not (self.prefix / _READY_MARK).is_file():
                     self._initialise()
                     (self.prefix / _READY_MARK).write_text("wineboot -i done\n")
@@ -303,7 +305,7 @@ def prove_load(
     *,
     ignore: Sequence[Suppression] = (),
     cache_dir: Path | None = None,
-    note: notes.Note = notes.note,
+    note: Note = SILENT.note,
 ) -> AuditReport:
     """The report with the loader's verdict (`load_proof`) and the disagreements as findings
     (those matching an `ignore` rule go to `suppressed`). Raises LoaderUnavailableError where
@@ -361,7 +363,7 @@ def _doctor(
     return document if isinstance(document, dict) else {"error": "its report is not an object"}
 
 
-def _wine_loader(plan: Plan, cache_dir: Path | None, note: notes.Note) -> WineLoader:
+def _wine_loader(plan: Plan, cache_dir: Path | None, note: Note) -> WineLoader:
     if shutil.which("wine") is None:
         raise LoaderUnavailableError(
             "bundle audit --run needs a Windows loader to start the app: Windows itself, or "

@@ -39,6 +39,7 @@ from bundler.files import (
 )
 from bundler.pe import format_version, read_pe
 from bundler.progress_meter import ProgressCallback, ProgressMeter
+from bundler.reporter import Note
 from bundler.ship.output_folder import Counters, Placement, same_file
 
 TEMP_SUFFIX = ".bundle-tmp"
@@ -284,7 +285,7 @@ def _try_link(source: Path, temp: Path) -> bool:
 
 
 @contextmanager
-def output_lock(out: Path) -> Iterator[None]:
+def output_lock(out: Path, note: Note) -> Iterator[None]:
     """One build at a time per output folder, across processes: two builds into one folder
     would otherwise plan against the same old lock file and overwrite each other's temporary
     files. A second build waits, then plans against what the first one wrote. The lock file
@@ -296,7 +297,7 @@ def output_lock(out: Path) -> Iterator[None]:
             try:
                 out.mkdir(parents=True, exist_ok=True)
                 building = f"the build into {out}"
-                held.enter_context(file_lock(out / BUILD_LOCK, building, remove=True))
+                held.enter_context(file_lock(out / BUILD_LOCK, building, note, remove=True))
             except OSError as exc:
                 fix = too_long(out, exc) or "Check the permissions, or pass --out DIR."
                 raise OutputError(

@@ -35,7 +35,7 @@ from bundler.profiles import (
     dll_key,
     load_profile_file,
 )
-from bundler.progress_meter import ProgressFactory
+from bundler.reporter import Reporter
 from bundler.resolve import resolve
 from bundler.rules.derive.build_info import BuildInfo, check_cuda_major, read_build_info
 from bundler.rules.derive.facts import Facts, Windows, derive_facts, recorded_file, required_windows
@@ -90,13 +90,13 @@ class _Release:
 
 
 def derive_profile(
-    request: NewProfile, cache: Cache, options: AcquireOptions, progress: ProgressFactory
+    request: NewProfile, cache: Cache, options: AcquireOptions, report: Reporter
 ) -> Derived:
     """The ORT wheel first (_acquire): what it says about its own build decides whether the
     flavour fits and which component set to pin, before any component is downloaded; then
     the facts from the DLLs, the rendered profile, and its closure resolved before it is
     handed back."""
-    release = _acquire(request, cache, options, progress)
+    release = _acquire(request, cache, options, report)
     flavour = release.request.flavour
     files, owners, members = _release_dlls(release.acquired)
     infos = {key: read_pe(path) for key, path in files.items()}
@@ -126,11 +126,11 @@ def derive_profile(
 
 
 def _acquire(
-    request: NewProfile, cache: Cache, options: AcquireOptions, progress: ProgressFactory
+    request: NewProfile, cache: Cache, options: AcquireOptions, report: Reporter
 ) -> _Release:
     front = _front(request)
     ort_pin = _pin(request, front)
-    first = acquire_profile(_provisional(request, [front], [ort_pin]), cache, options, progress)
+    first = acquire_profile(_provisional(request, [front], [ort_pin]), cache, options, report)
     build = read_build_info(cache.blob(_sha256(first[0])), ort_pin.wheel)
     if request.cuda_from_build:
         flavour = gpu_flavour_for(build)
@@ -142,7 +142,7 @@ def _acquire(
     components, chosen = flavour.choose_components(build, request.components)
     packages = [front, *components.packages]
     pins = [ort_pin, *(_pin(request, package) for package in components.packages)]
-    acquired = acquire_profile(_provisional(request, packages, pins), cache, options, progress)
+    acquired = acquire_profile(_provisional(request, packages, pins), cache, options, report)
     _check_sizes(pins, acquired)
     return _Release(request, build, components, chosen, packages, pins, list(acquired))
 
