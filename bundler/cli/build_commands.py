@@ -11,7 +11,7 @@ import typer
 
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
-from bundler.cli import views
+from bundler.cli import build_views
 from bundler.cli.app import (
     ForceOption,
     JsonOption,
@@ -140,7 +140,7 @@ def build(
     given = {"--profile": profile, "--ort": ort, "--iss": outputs.iss, "--no-iss": outputs.no_iss}
     _validate(picked, given, settings, lambda: options.profile)
     result = run_build(options, progress_for, Templates(options.cache_dir))
-    typer.echo(views.build_json(result) if as_json else views.build_report(result))
+    typer.echo(build_views.build_json(result) if as_json else build_views.build_report(result))
 
 
 @render_app.command("iss")
@@ -169,7 +169,7 @@ def render_iss(
     target = out or (settings.iss if isinstance(settings.iss, Path) else None)
     script = target or lock_path.parent / ISS_NAME
     result = write_iss(Templates(cache_root(None)), bundle, lock_path.parent, script, chosen)
-    typer.echo(views.iss_json(result) if as_json else views.iss_report(result))
+    typer.echo(build_views.iss_json(result) if as_json else build_views.iss_report(result))
 
 
 @render_app.command("postbuild")
@@ -201,7 +201,8 @@ def render_postbuild(
     chosen = PostbuildSettings(project_dir=project_dir or configured)
     templates = Templates(cache_root(None))
     result = write_postbuild(templates, bundle, lock_path.parent, out or lock_path.parent, chosen)
-    typer.echo(views.postbuild_json(result) if as_json else views.postbuild_report(result))
+    shown = build_views.postbuild_json if as_json else build_views.postbuild_report
+    typer.echo(shown(result))
 
 
 def _validate(
@@ -299,4 +300,4 @@ def msbuild(
         acquire=sources.acquire(mode=source),
     )
     result = lay_out(options, progress_for, Templates(options.cache_dir))
-    typer.echo(views.msbuild_json(result) if as_json else views.msbuild_report(result))
+    typer.echo(build_views.msbuild_json(result) if as_json else build_views.msbuild_report(result))

@@ -9,7 +9,7 @@ import typer
 
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
-from bundler.cli import views
+from bundler.cli import cache_views
 from bundler.cli.app import (
     CacheDirOption,
     JsonOption,
@@ -51,7 +51,8 @@ def fetch(
     acquired = acquire_profile(load_profile(profile), cache, options, progress_for)
     if to is not None:
         export_archives(acquired, cache, to)
-    typer.echo(views.acquired_json(acquired) if as_json else views.acquired_table(acquired))
+    shown = cache_views.acquired_json if as_json else cache_views.acquired_table
+    typer.echo(shown(acquired))
 
 
 @cache_app.command("list")
@@ -61,7 +62,7 @@ def cache_list(cache_dir: CacheDirOption = None, as_json: JsonOption = False) ->
     from bundler.cache_root import cache_root
 
     cache = Cache(cache_root(cache_dir))
-    shown = views.cache_json if as_json else views.cache_table
+    shown = cache_views.cache_json if as_json else cache_views.cache_table
     typer.echo(shown(cache.root, cache.entries()))
 
 
@@ -79,7 +80,5 @@ def cache_clean(
 
     cache = Cache(cache_root(cache_dir))
     freed = cache.clean(everything)
-    if as_json:
-        typer.echo(views.cache_clean_json(cache.root, freed))
-    else:
-        typer.echo(f"freed {views.human_size(freed)} in {cache.root}")
+    shown = cache_views.cache_clean_json if as_json else cache_views.cache_clean_report
+    typer.echo(shown(cache.root, freed))

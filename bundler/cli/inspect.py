@@ -9,7 +9,7 @@ import typer
 
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
-from bundler.cli import views
+from bundler.cli import inspect_views
 from bundler.cli.app import (
     CacheDirOption,
     JsonOption,
@@ -51,9 +51,9 @@ def deps(
     elif as_json:
         typer.echo(plan.to_json())
     else:
-        typer.echo(views.TreeView(plan, show_system).render())
+        typer.echo(inspect_views.TreeView(plan, show_system).render())
         typer.echo("")
-        typer.echo(views.summary(plan))
+        typer.echo(inspect_views.summary(plan))
     if plan.missing:
         raise typer.Exit(ExitCode.MISSING)
 
@@ -89,7 +89,7 @@ def _print_why(plan: Plan, name: str) -> None:
         raise typer.BadParameter(
             f"{name} is not in the closure of these files for {plan.profile}.", param_hint="--why"
         )
-    typer.echo(views.why(plan, name))
+    typer.echo(inspect_views.why(plan, name))
 
 
 @app.command()
@@ -127,4 +127,4 @@ def scan(
     known = Pool.of(list(folders), drivers)
     policy = load_system_policy()
     results = [scan_file(dll, known, policy) for dll in dlls]
-    typer.echo(views.scan_json(results) if as_json else views.scan_table(results))
+    typer.echo(inspect_views.scan_json(results) if as_json else inspect_views.scan_table(results))
