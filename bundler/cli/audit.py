@@ -12,9 +12,8 @@ import typer
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
 from bundler.cli import audit_views
-from bundler.cli.app import (
-    app,
-)
+from bundler.cli.app import app
+from bundler.cli.flags import AuditProfile
 from bundler.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -29,10 +28,7 @@ def audit(
             metavar="PATH", help="A bundle folder, its bundle.lock.json, or a .zip/.7z of it."
         ),
     ],
-    profile: Annotated[
-        str | None,
-        typer.Option("--profile", "-p", help="Target profile (default: the lock file's)."),
-    ] = None,
+    profile: AuditProfile = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON.")] = False,
     strict: Annotated[
         bool, typer.Option("--strict", help="Warnings fail the audit too (exit 18).")

@@ -9,7 +9,7 @@ import typer
 
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
-from bundler.cli import views
+from bundler.cli import inspect_views
 from bundler.cli.app import (
     CacheDirOption,
     JsonOption,
@@ -17,7 +17,11 @@ from bundler.cli.app import (
     SearchOption,
     app,
 )
+from bundler.cli.dry_run_views import acquire_step
+from bundler.cli.flags import DryRun, ScanProfile
+from bundler.cli.origins import cache_folder, pick_given, say_dry_run
 from bundler.errors import ExitCode, InputFileError
+from bundler.options import Options
 from bundler.profiles import DEFAULT_PROFILE
 
 if TYPE_CHECKING:
@@ -26,6 +30,7 @@ if TYPE_CHECKING:
 
 @app.command()
 def deps(
+    ctx: typer.Context,
     files: Annotated[
         list[Path], typer.Argument(metavar="FILE...", help="The app's .exe (and any plugin DLLs).")
     ],
@@ -43,19 +48,37 @@ def deps(
         typer.Option("--fetch", help="Also search the profile's artifacts (fetched if needed)."),
     ] = False,
     cache_dir: CacheDirOption = None,
+    dry_run: DryRun = False,
 ) -> None:
     """Resolve the complete DLL closure of FILES; exit 3 when anything is missing."""
+    if dry_run:
+        picked = Options()
+        pick_given(ctx, picked, profile=profile, search=search, fetch_artifacts=fetch_artifacts)
+        steps = _deps_steps(files, profile, fetch_artifacts, cache_folder(cache_dir, picked))
+        say_dry_run("deps", steps, picked, as_json)
+        return
     plan = _resolve(files, profile, search or [], fetch_artifacts, cache_dir)
     if why is not None:
         _print_why(plan, why)
     elif as_json:
         typer.echo(plan.to_json())
     else:
-        typer.echo(views.TreeView(plan, show_system).render())
+        typer.echo(inspect_views.TreeView(plan, show_system).render())
         typer.echo("")
-        typer.echo(views.summary(plan))
+        typer.echo(inspect_views.summary(plan))
     if plan.missing:
         raise typer.Exit(ExitCode.MISSING)
+
+
+def _deps_steps(files: list[Path], profile_name: str, fetch: bool, cache: Path) -> list[str]:
+    """What `bundle deps` would do: with --fetch, acquire the profile's artifacts first."""
+    from bundler.profiles import load_profile
+
+    profile = load_profile(profile_name)
+    names = ", ".join(str(path) for path in files)
+    unused = "" if fetch else " (the cache is used only with --fetch)"
+    resolving = f"resolve the DLL closure of {names} for {profile.name}{unused}"
+    return [acquire_step(profile, cache), resolving] if fetch else [resolving]
 
 
 def _resolve(
@@ -89,7 +112,7 @@ def _print_why(plan: Plan, name: str) -> None:
         raise typer.BadParameter(
             f"{name} is not in the closure of these files for {plan.profile}.", param_hint="--why"
         )
-    typer.echo(views.why(plan, name))
+    typer.echo(inspect_views.why(plan, name))
 
 
 @app.command()
@@ -103,14 +126,7 @@ def scan(
             help="Also match names against the DLLs in DIR (default: the DLLs' own folders).",
         ),
     ] = None,
-    profile: Annotated[
-        str | None,
-        typer.Option(
-            "--profile",
-            "-p",
-            help=f"Take the GPU driver DLL names from this profile (default: {DEFAULT_PROFILE}).",
-        ),
-    ] = None,
+    profile: ScanProfile = None,
     as_json: JsonOption = False,
 ) -> None:
     """Find the DLLs a binary may load at run time (LoadLibrary), with the evidence."""
@@ -127,4 +143,4 @@ def scan(
     known = Pool.of(list(folders), drivers)
     policy = load_system_policy()
     results = [scan_file(dll, known, policy) for dll in dlls]
-    typer.echo(views.scan_json(results) if as_json else views.scan_table(results))
+    typer.echo(inspect_views.scan_json(results) if as_json else inspect_views.scan_table(results))
