@@ -369,5 +369,7 @@ def test_a_planted_long_function_is_found(tmp_path: Path) -> None:
     (root / "big.py").write_text("def f():\n" + body)
     assert oversized(root) == ["bundler/big.py: f() 61 lines"]
     methods = "".join(f"    def m{n}(self):\n        return {n}\n\n" for n in range(50))
-    (root / "big.py").write_text("class C:\n" + methods + "\n" * 250)
-    assert oversized(root) == ["bundler/big.py: 400 lines", "bundler/big.py: class C 150 lines"]
+    (root / "big.py").write_text("class C:\n" + methods + "\n" * 248)  # a class of 150 lines
+    assert oversized(root) == []  # and a module of 399
+    (root / "big.py").write_text("class C:\n" + methods + "    x = 1\n" + "\n" * 248)
+    assert oversized(root) == ["bundler/big.py: 400 lines", "bundler/big.py: class C 152 lines"]

@@ -11,7 +11,7 @@ import typer
 
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
-from bundler.cli import audit_views
+from bundler.cli import audit_views, session
 from bundler.cli.app import app
 from bundler.cli.flags import AuditProfile
 from bundler.errors import ExitCode
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 @app.command()
 def audit(
+    ctx: typer.Context,
     path: Annotated[
         Path,
         typer.Argument(
@@ -117,7 +118,7 @@ def audit(
                 tuple(run_args or ()),
                 ignore=rules,
                 cache_dir=cache_root(None),
-                note=lambda m: typer.echo(m, err=True),
+                note=session.of(ctx).reporter.note,
             )
         if inner is not None:
             report = as_archived(report, path, inner)

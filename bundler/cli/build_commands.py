@@ -11,7 +11,7 @@ import typer
 
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
-from bundler.cli import build_views
+from bundler.cli import build_views, session
 from bundler.cli.app import (
     ForceOption,
     JsonOption,
@@ -62,6 +62,7 @@ if TYPE_CHECKING:
 @app.command()
 @takes
 def build(
+    ctx: typer.Context,
     exe: Annotated[
         Path | None,
         typer.Argument(metavar="[EXE]", help="The app's .exe (default: from bundle.toml)."),
@@ -97,7 +98,6 @@ def build(
 ) -> None:
     """Deploy EXE's complete DLL closure next to it (or into --out), with a lock file and an
     Inno Setup script."""
-    from bundler.cli.progress import progress_for
     from bundler.render.engine import Templates
     from bundler.ship.pipeline import BuildOptions
     from bundler.ship.pipeline import build as run_build
@@ -129,7 +129,7 @@ def build(
     )
     given = {"--profile": profile, "--ort": ort, "--iss": outputs.iss, "--no-iss": outputs.no_iss}
     _validate(picked, given, settings, lambda: options.profile)
-    result = run_build(options, progress_for, Templates(options.cache_dir))
+    result = run_build(options, session.of(ctx).reporter, Templates(options.cache_dir))
     typer.echo(build_views.build_json(result) if as_json else build_views.build_report(result))
 
 
@@ -271,7 +271,6 @@ def msbuild(
 ) -> None:
     """Lay out a folder for Visual Studio: ORT's headers, import library and DLL closure, with
     ort-bundle.props and ort-bundle.targets to import in a .vcxproj."""
-    from bundler.cli.progress import progress_for
     from bundler.profiles import load_profile
     from bundler.render.engine import Templates
     from bundler.ship.msbuild import MsbuildOptions, lay_out
@@ -291,5 +290,5 @@ def msbuild(
         steps = [acquire_step(load_profile(profile), options.cache_dir), laid]
         say_dry_run("msbuild", steps, picked, as_json)
         return
-    result = lay_out(options, progress_for, Templates(options.cache_dir))
+    result = lay_out(options, session.of(ctx).reporter, Templates(options.cache_dir))
     typer.echo(build_views.msbuild_json(result) if as_json else build_views.msbuild_report(result))

@@ -9,7 +9,7 @@ import typer
 
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
-from bundler.cli import cache_views
+from bundler.cli import cache_views, session
 from bundler.cli.app import (
     CacheDirOption,
     JsonOption,
@@ -46,7 +46,6 @@ def fetch(
     """Acquire and verify every artifact of a profile; print what came from where."""
     from bundler.acquire.artifacts import acquire_profile, export_archives
     from bundler.acquire.cache import Cache
-    from bundler.cli.progress import progress_for
     from bundler.profiles import load_profile
 
     options = sources.acquire(mode=source, verify=verify, search=tuple(search or ()))
@@ -58,8 +57,9 @@ def fetch(
         steps = [acquire_step(chosen, sources.pick(ctx, picked)), *exported]
         say_dry_run("fetch", steps, picked, as_json)
         return
-    cache = Cache(sources.root())
-    acquired = acquire_profile(chosen, cache, options, progress_for)
+    reporter = session.of(ctx).reporter
+    cache = Cache(sources.root(), reporter)
+    acquired = acquire_profile(chosen, cache, options, reporter)
     if to is not None:
         export_archives(acquired, cache, to)
     shown = cache_views.acquired_json if as_json else cache_views.acquired_table

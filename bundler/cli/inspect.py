@@ -9,7 +9,7 @@ import typer
 
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
-from bundler.cli import inspect_views
+from bundler.cli import inspect_views, session
 from bundler.cli.app import (
     CacheDirOption,
     JsonOption,
@@ -23,6 +23,7 @@ from bundler.cli.origins import cache_folder, pick_given, say_dry_run
 from bundler.errors import ExitCode, InputFileError
 from bundler.options import Options
 from bundler.profiles import DEFAULT_PROFILE
+from bundler.reporter import SILENT, Reporter
 
 if TYPE_CHECKING:
     from bundler.plan import Plan
@@ -57,7 +58,8 @@ def deps(
         steps = _deps_steps(files, profile, fetch_artifacts, cache_folder(cache_dir, picked))
         say_dry_run("deps", steps, picked, as_json)
         return
-    plan = _resolve(files, profile, search or [], fetch_artifacts, cache_dir)
+    reporter = session.of(ctx).reporter
+    plan = _resolve(files, profile, search or [], fetch_artifacts, cache_dir, reporter)
     if why is not None:
         _print_why(plan, why)
     elif as_json:
@@ -87,13 +89,13 @@ def _resolve(
     search: list[Path],
     fetch: bool = False,
     cache_dir: Path | None = None,
+    reporter: Reporter = SILENT,
 ) -> Plan:
     """Inputs are read before any fetch, so a wrong exe fails at once, not after a download."""
     from bundler.acquire.acquired import dll_search_path
     from bundler.acquire.artifacts import AcquireOptions, acquire_profile
     from bundler.acquire.cache import Cache
     from bundler.cache_root import cache_root
-    from bundler.cli.progress import progress_for
     from bundler.profiles import load_profile
     from bundler.resolve import read_inputs, resolve
     from bundler.system import load_system_policy
@@ -101,8 +103,8 @@ def _resolve(
     profile = load_profile(profile_name)
     apps = read_inputs(files, profile, search)
     if fetch:
-        cache = Cache(cache_root(cache_dir))
-        acquired = acquire_profile(profile, cache, AcquireOptions(), progress_for)
+        cache = Cache(cache_root(cache_dir), reporter)
+        acquired = acquire_profile(profile, cache, AcquireOptions(), reporter)
         search = search + dll_search_path(acquired)
     return resolve(apps, profile, load_system_policy(), search)
 

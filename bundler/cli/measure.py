@@ -13,6 +13,7 @@ import typer
 
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
+from bundler.cli import session
 from bundler.cli.app import JsonOption, app
 from bundler.cli.flags import EvidenceOut, MeasureOrt, MeasureProfile
 from bundler.cli.groups import _flag, takes
@@ -84,6 +85,7 @@ AS_GIVEN = ModelRun()
 @app.command()
 @takes
 def measure(
+    ctx: typer.Context,
     models: Annotated[
         list[Path], typer.Argument(metavar="MODEL...", help="The ONNX models the app runs.")
     ],
@@ -108,7 +110,7 @@ def measure(
 
     release, cudnn = _release(ort, profile)
     setup = run.setup(release)
-    measurement = run_measure(models, setup, lambda line: typer.echo(line, err=True))
+    measurement = run_measure(models, setup, session.of(ctx).reporter.note)
     if not as_json:
         typer.echo(report(measurement))
     require_success(measurement)

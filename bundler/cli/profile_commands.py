@@ -10,7 +10,7 @@ import typer
 
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
-from bundler.cli import profile_views
+from bundler.cli import profile_views, session
 from bundler.cli.app import (
     AllowHttpOption,
     CacheDirOption,
@@ -77,7 +77,6 @@ def profiles_check(
     from bundler.acquire.acquired import dll_search_path
     from bundler.acquire.artifacts import acquire_profile
     from bundler.acquire.cache import Cache
-    from bundler.cli.progress import progress_for
     from bundler.fit import require_resolved
     from bundler.profiles import load_profile
     from bundler.resolve import resolve
@@ -94,8 +93,9 @@ def profiles_check(
         checking = "scan its DLLs for what they load at run time and compare that with its rules"
         say_dry_run("profiles check", [acquiring, checking], picked, as_json)
         return
-    cache = Cache(sources.root())
-    acquired = acquire_profile(profile, cache, options, progress_for)
+    reporter = session.of(ctx).reporter
+    cache = Cache(sources.root(), reporter)
+    acquired = acquire_profile(profile, cache, options, reporter)
     provides = [entry for artifact in profile.artifacts for entry in artifact.provides]
     folders = dll_search_path(acquired)
     policy = load_system_policy()
@@ -158,7 +158,6 @@ def profiles_new(
     """Derive a profile for an ORT release from its wheels: pins, DLLs, roots, rules."""
     from bundler.acquire.artifacts import AcquireOptions
     from bundler.acquire.cache import Cache
-    from bundler.cli.progress import progress_for
     from bundler.rules.derive import derive_profile
     from bundler.rules.derive.flavours import load_flavour
 
@@ -173,7 +172,8 @@ def profiles_new(
         return
     request = _new_request(chosen, ort, flavour == "gpu", components, index, allow_http)
     options = AcquireOptions(mode="pip", policy=request.policy)
-    derived = derive_profile(request, Cache(root), options, progress_for)
+    reporter = session.of(ctx).reporter
+    derived = derive_profile(request, Cache(root, reporter), options, reporter)
     if out is not None:
         from bundler.render.engine import write_text
 
