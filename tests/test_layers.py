@@ -362,6 +362,30 @@ def test_no_module_of_400_lines_no_class_over_150_and_no_function_over_60() -> N
     assert oversized() == []
 
 
+def shared_file_names(root: Path = PACKAGE) -> dict[str, list[str]]:
+    """File names that more than one module of the package has (packages' __init__ aside)."""
+    where: dict[str, list[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        if path.name != "__init__.py":
+            where.setdefault(path.name, []).append(path.relative_to(root.parent).as_posix())
+    return {name: paths for name, paths in where.items() if len(paths) > 1}
+
+
+def test_no_two_modules_share_a_file_name() -> None:
+    """A name says what a module holds: `build.py` in two wings says nothing (issue 30)."""
+    assert shared_file_names() == {}
+
+
+def test_a_planted_shared_file_name_is_found(tmp_path: Path) -> None:
+    root = tmp_path / "bundler"
+    for name in ("cli/build.py", "ship/build.py", "ship/__init__.py", "cli/__init__.py"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("")
+    assert shared_file_names(root) == {
+        "build.py": ["bundler/cli/build.py", "bundler/ship/build.py"]
+    }
+
+
 def test_a_planted_long_function_is_found(tmp_path: Path) -> None:
     body = "".join(f"    x{n} = {n}\n" for n in range(61))
     root = tmp_path / "bundler"
