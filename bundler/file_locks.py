@@ -9,7 +9,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from bundler.errors import BusyError
-from bundler.reporter import Note
+from bundler.reporter import SILENT, Note
 from bundler.settings import env_number
 
 LOCK_TIMEOUT_ENV = "BUNDLE_LOCK_TIMEOUT"
@@ -23,7 +23,9 @@ def lock_timeout() -> float | None:
 
 
 @contextmanager
-def file_lock(path: Path, what: str, note: Note, *, remove: bool = False) -> Iterator[None]:
+def file_lock(
+    path: Path, what: str, note: Note = SILENT.note, *, remove: bool = False
+) -> Iterator[None]:
     """An exclusive lock across processes (filelock: flock on Unix, LockFileEx on Windows),
     held while the block runs. Another holder makes this one wait, saying so through `note`
     after a second, for up to $BUNDLE_LOCK_TIMEOUT (BusyError).
