@@ -359,3 +359,34 @@ def test_pip_serving_other_bytes_stops_the_run(tmp_path: Path) -> None:
     assert "not the pinned 1c3e5d415b78337fa0b1b75291e9ea9fb2a4c1f148eb5811e7212fed02cfffa8" in (
         result.stderr
     )
+
+
+def test_pip_source_fetches_a_py3_wheel_that_declares_requires_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A py3-none wheel (the EP packs') is asked for as this Python, not as "3" (Python 3.0),
+    which pip refuses for every wheel whose metadata declares Requires-Python."""
+    from bundler.acquire.sources import pip_download
+    from bundler.profiles import PipSource
+
+    wheel = "demo_pack-1.0-py3-none-win_amd64.whl"
+    metadata = b"Metadata-Version: 2.1\nName: demo-pack\nVersion: 1.0\nRequires-Python: >=3.10\n"
+    record = b"demo_pack-1.0.dist-info/METADATA,,\n"
+    info = b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: py3-none-win_amd64\n"
+    members = {
+        "demo_pack/x.dll": b"MZ",
+        "demo_pack-1.0.dist-info/METADATA": metadata,
+        "demo_pack-1.0.dist-info/WHEEL": info,
+        "demo_pack-1.0.dist-info/RECORD": record,
+    }
+    index, out = tmp_path / "index", tmp_path / "out"
+    index.mkdir()
+    out.mkdir()
+    (index / wheel).write_bytes(make_zip(members))
+    digest = hashlib.sha256((index / wheel).read_bytes()).hexdigest()
+    source = PipSource("demo-pack", "1.0", wheel, digest)
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(index))
+    fetched = pip_download(source, out)
+    assert fetched == out / wheel
+    assert hashlib.sha256(fetched.read_bytes()).hexdigest() == digest

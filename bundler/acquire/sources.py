@@ -54,7 +54,11 @@ def pip_download(source: PipSource, folder: Path) -> Path:
 
 
 def _wheel_target(wheel: str) -> list[str]:
-    """pip's --platform/--python-version/--abi for the wheel's own tags (PEP 427 name)."""
+    """pip's --platform/--python-version/--abi for the wheel's own tags (PEP 427 name).
+
+    A wheel for any Python 3 (py3-none, as the EP packs' wheels) is asked for as the running
+    interpreter's version: pip reads "--python-version 3" as Python 3.0 and then refuses every
+    wheel whose metadata declares Requires-Python (">=3.10" and the like)."""
     parts = wheel.removesuffix(".whl").split("-")
     python_tag, abi_tag, platform_tag = parts[-3], parts[-2], parts[-1]
     args = ["--platform", platform_tag]
@@ -64,7 +68,8 @@ def _wheel_target(wheel: str) -> list[str]:
         if abi_tag != "none":
             args += ["--abi", abi_tag]
     else:
-        args += ["--python-version", "3"]
+        running = f"{sys.version_info.major}.{sys.version_info.minor}"
+        args += ["--python-version", running]
     return args
 
 
