@@ -37,6 +37,7 @@ class ExitCode(IntEnum):
     DOCTOR_DATA = 22  # bundle-doctor.exe: its data file is missing, truncated or edited
     MEASURE_FAILED = 23  # bundle measure: a model failed, crashed, timed out or left the provider
     CATALOGUE_BEHIND = 24  # bundle profiles outdated: the index has releases no profile covers
+    EP_ORT_TOO_OLD = 25  # an execution-provider pack (--ep) needs a newer ORT than the profile's
 
 
 class BundleError(Exception):
@@ -168,3 +169,10 @@ class MeasurementError(BundleError):
     is written: what the machine measured is no evidence for the provider asked for."""
 
     exit_code = ExitCode.MEASURE_FAILED
+
+
+class EpOrtTooOldError(BundleError):
+    """An execution-provider pack was asked for beside an ORT release older than the oldest its
+    factory accepts (the pack's min_ort): ORT would refuse to register it on the target."""
+
+    exit_code = ExitCode.EP_ORT_TOO_OLD

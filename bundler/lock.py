@@ -30,7 +30,8 @@ _COMPARED = ("kind", "sha256", "size", "artifact", "archive_sha256", "member")
 @dataclass(frozen=True)
 class LockedFile:
     name: str  # relative to the output folder, posix
-    kind: str  # "app" | "bundled" | "license" | "installer" | "sdk" (a header, an import library)
+    # "app" | "bundled" | "license" | "installer" | "sdk" (a header, an import library) | "ep"
+    kind: str
     sha256: str
     size: int
     file_version: str | None = None
@@ -69,6 +70,21 @@ class PrunedFile:
 
 
 @dataclass(frozen=True)
+class LockedPack:
+    """An execution-provider pack the bundle carries (bundle build --ep): what the app
+    registers, under which name, and from which file relative to the exe's folder."""
+
+    name: str  # the pack (manifests/eps/<name>.toml)
+    package: str  # its wheel's package and version
+    version: str
+    ep_name: str  # the EP name its factory reports
+    registration_name: str  # the name to register the library under
+    plugin: str  # the plugin DLL, relative to the bundle folder (posix)
+    min_ort: str  # the oldest ORT release it registers with
+    size: int  # bytes of its files in the bundle folder
+
+
+@dataclass(frozen=True)
 class PayloadFile:
     """One file of a bundle, relative to the bundle folder (posix)."""
 
@@ -99,6 +115,7 @@ class Lock:
     doctor: bool = False  # bundle-doctor.exe and its data file ship with the bundle
     models: tuple[LockedModel, ...] = ()  # --model: what the pruning was decided for
     pruned: tuple[PrunedFile, ...] = ()  # left out for those models, each with its reason
+    packs: tuple[LockedPack, ...] = ()  # execution-provider packs (--ep); () in older locks
     tool_version: str = __version__
     schema_version: int = SCHEMA_VERSION
 

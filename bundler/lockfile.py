@@ -20,6 +20,7 @@ from bundler.lock import (
     Lock,
     LockedFile,
     LockedModel,
+    LockedPack,
     PrunedFile,
     content_digest,
     is_inside,
@@ -97,6 +98,7 @@ def _lock(path: Path, data: dict[str, Any]) -> Lock:
             doctor=bool(data.get("doctor", False)),
             models=tuple(_model(item) for item in data.get("models", ())),
             pruned=tuple(PrunedFile(**item) for item in data.get("pruned", ())),
+            packs=tuple(LockedPack(**item) for item in data.get("packs", ())),
             tool_version=data.get("tool_version", "?"),
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:

@@ -34,6 +34,11 @@ def profiles_dir() -> Path:
     return manifests_dir() / "profiles"
 
 
+def eps_dir() -> Path:
+    """The execution-provider packs (bundler.ep_packs)."""
+    return manifests_dir() / "eps"
+
+
 def system_policy_file() -> Path:
     return manifests_dir() / "windows" / "system.toml"
 

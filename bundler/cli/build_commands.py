@@ -88,6 +88,15 @@ def build(
             "shipped per-op table; refused when a model, the ORT release or cuDNN differ.",
         ),
     ] = None,
+    ep: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--ep",
+            metavar="PACK",
+            help="An execution-provider pack to ship in ep/PACK/ beside the exe (repeatable): "
+            "nv-tensorrt-rtx, openvino or webgpu (docs/ep-packs.md).",
+        ),
+    ] = None,
     config: BuildConfig = None,
     sources: Sources = ANY_SOURCE,
     installer: Installer = NO_INSTALLER_FLAGS,
@@ -126,6 +135,7 @@ def build(
         ),
         evidence=picked.pick("evidence", evidence, settings.evidence),
         cuda_options=settings.cuda_options or {},
+        eps=tuple(picked.pick("eps", tuple(ep or ()) or None, settings.eps) or ()),
     )
     given = {"--profile": profile, "--ort": ort, "--iss": outputs.iss, "--no-iss": outputs.no_iss}
     _validate(picked, given, settings, lambda: options.profile)

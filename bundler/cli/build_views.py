@@ -61,6 +61,7 @@ def build_report(result: BuildResult) -> str:
     drivers = result.lock.driver_requirements
     if drivers:
         lines.append(f"  required on the target, never shipped: {', '.join(drivers)} (GPU driver)")
+    lines += pack_lines(result)
     redist = result.plan.with_status(Status.REDIST)
     if redist:
         lines.append(f"  installed by vc_redist.x64.exe: {', '.join(i.name for i in redist)}")
@@ -97,6 +98,7 @@ def build_json(result: BuildResult) -> str:
         "postbuild": dataclasses.asdict(result.postbuild) if result.postbuild else None,
         "settings": result.settings,
         "pruning": pruning_json(result.pruning),
+        "packs": [dataclasses.asdict(pack) for pack in result.lock.packs],
         "plan": result.plan.to_dict(),
     }
     return json.dumps(data, indent=2, default=str)
@@ -115,6 +117,17 @@ def pruning_lines(pruning: Pruning, dry_run: bool) -> list[str]:
     if pruning.evidence is not None:
         lines.append(f"  evidence: {pruning.evidence} (docs/pruning.md)")
     return lines
+
+
+def pack_lines(result: BuildResult) -> list[str]:
+    """Each execution-provider pack: where it goes, its size, what the app registers."""
+    verb = "would add" if result.dry_run else "added"
+    return [
+        f"  EP pack {pack.name} ({pack.package} {pack.version}) {verb} "
+        f"{pack.plugin.rsplit('/', 1)[0]}/, {human_size(pack.size)}: register {pack.plugin} "
+        f'as "{pack.registration_name}" (ORT >= {pack.min_ort})'
+        for pack in result.lock.packs
+    ]
 
 
 def pruning_json(pruning: Pruning | None) -> dict[str, object] | None:

@@ -16,6 +16,8 @@ needs no flags.
     evidence = "app-evidence.json"     # the app's own measurement (bundle measure)
     cuda_options = { cudnn_conv_algo_search = "DEFAULT" }  # the CUDA EP options the app
                                        # sets; default: none (ORT's defaults)
+    eps = ["webgpu", "openvino"]       # execution-provider packs, each in ep/<pack>/ beside
+                                       # the exe (docs/ep-packs.md); default: none
 
     [render]                           # the Inno Setup script (setup.iss in the output folder)
     iss = "installer/setup.iss"        # elsewhere; false: no script
@@ -87,6 +89,7 @@ class AppConfig:
     models: tuple[Path, ...] = ()  # the app's ONNX models (pruning)
     evidence: Path | None = None  # the app's own measurement (bundle measure), for pruning
     cuda_options: dict[str, str] | None = None  # the CUDA EP options the app sets
+    eps: tuple[str, ...] | None = None  # execution-provider packs (manifests/eps/)
     doctor: bool | None = None  # [render] doctor: ship bundle-doctor.exe (default true)
     iss: Path | bool | None = None  # a path, False for none, None for the default place
     installer: IssSettings = field(default_factory=IssSettings)
@@ -142,6 +145,7 @@ def load_config(path: Path) -> AppConfig:
         models=tuple(base / item for item in build.strings("models", ())),
         evidence=_path(base, build.string("evidence", None)),
         cuda_options=_cuda_options(build),
+        eps=build.strings("eps", None),
     )
     render = root.table("render", None)
     if render is not None:

@@ -17,6 +17,8 @@ from bundler.acquire.artifacts import AcquireOptions, acquire_profile
 from bundler.acquire.cache import Cache
 from bundler.acquire.provenance import attach_provenance
 from bundler.appevidence import problems, read_app_evidence
+from bundler.ep_choice import chosen_packs
+from bundler.ep_packs import EpPack
 from bundler.errors import ConfigError, LockMismatchError
 from bundler.evidence import all_evidence
 from bundler.files import as_listed
@@ -49,6 +51,7 @@ from bundler.reporter import Reporter
 from bundler.resolve import read_inputs, resolve
 from bundler.ship.deploy import Deployment, apply, output_lock, plan_deployment
 from bundler.ship.doctor import doctor_placement, load_order, ort_version, with_gpu_code
+from bundler.ship.ep_deploy import locked_packs, pack_placements, require_pack_closure, with_packs
 from bundler.ship.output_folder import Counters, Placement
 from bundler.ship.placements import (
     Placed,
@@ -58,6 +61,7 @@ from bundler.ship.placements import (
     locked_files,
     placement_hashes,
     require_complete,
+    require_pins,
 )
 from bundler.system import load_system_policy
 from bundler.vcruntime import apply_vc_runtime_policy, required_vc_runtime
@@ -95,6 +99,7 @@ class BuildOptions:
     models: tuple[Path, ...] = ()  # the app's ONNX models: prune what their ops never load
     cuda_options: Mapping[str, str] = field(default_factory=dict)  # the app's CUDA EP options
     evidence: Path | None = None  # the app's own measurement (bundle measure), for pruning
+    eps: tuple[str, ...] = ()  # execution-provider packs (manifests/eps/), each in its folder
 
     def gpu_targets(self, profile: Profile) -> tuple[str, ...]:
         return self.gpus if self.gpus is not None else profile.gpus
@@ -125,6 +130,8 @@ def build(options: BuildOptions, report: Reporter, templates: Templates) -> Buil
     options.cache_dir)."""
     options = replace(options, exe=as_listed(options.exe))  # HELLO.EXE ships as hello.exe
     profile = load_profile(options.profile)
+    ort, picked = ort_version(profile), options.options
+    packs = chosen_packs(options.eps, profile.name, profile.architecture, ort, picked)
     (app,) = read_inputs([options.exe], profile, options.search)  # before any download
     out = options.out or options.exe.parent
     mode = options.vc_runtime or profile.vc_runtime
@@ -144,7 +151,8 @@ def build(options: BuildOptions, report: Reporter, templates: Templates) -> Buil
     models = [read_model_ops(path) for path in options.models]  # a bad model fails first
     read_lock(out / LOCK_NAME)  # a bad lock fails before any download (read again to deploy)
     cache = Cache(options.cache_dir, report)
-    acquired = acquire_profile(profile, cache, options.acquire, report)
+    acquired = acquire_profile(with_packs(profile, packs), cache, options.acquire, report)
+    acquired, trees = acquired[: len(profile.artifacts)], acquired[len(profile.artifacts) :]
     search = list(options.search) + dll_search_path(acquired)
     plan = resolve(
         [app], profile, load_system_policy(), search, app_folders_first=False, unreadable="error"
@@ -159,13 +167,15 @@ def build(options: BuildOptions, report: Reporter, templates: Templates) -> Buil
 
         bundled = plan.with_status(Status.BUNDLED)
         verify_vendor_signatures([(i.name, Path(i.source or "")) for i in bundled], profile)
+    require_pack_closure(packs, plan, load_system_policy(), profile, mode)
     placed = placements(plan, profile, acquired, options, out)
+    placed += pack_placements(packs, trees, acquired, plan, mode)
+    deploy = (options, out, plan, profile, mode, placed, cache, report.progress, pruning, packs)
     if options.dry_run:
-        result = _deploy(options, out, plan, profile, mode, placed, cache, report.progress, pruning)
-        return result
+        return _deploy(*deploy)
     # the old lock is read again inside: another build may have run
     with output_lock(out, report.note):
-        result = _deploy(options, out, plan, profile, mode, placed, cache, report.progress, pruning)
+        result = _deploy(*deploy)
         _write_views(options, out, profile, app.name, result, report.progress, templates)
     return result
 
@@ -219,6 +229,7 @@ def _deploy(
     cache: Cache,
     progress: ProgressFactory,
     pruning: Pruning | None = None,
+    packs: Sequence[EpPack] = (),
 ) -> BuildResult:
     """Decide against the lock file as it is now, then (unless --dry-run) place the files
     and write the lock last, so that the lock always describes complete files."""
@@ -229,8 +240,9 @@ def _deploy(
     )
     counters = Counters()
     hashes = placement_hashes(placed, out, previous, cache, counters)
+    require_pins(placed, hashes)  # an EP pack's files against their manifest's SHA-256
     lock = with_gpu_code(_lock(plan, profile, mode, placed, hashes, options), placed, previous)
-    lock = with_pruning(lock, pruning)
+    lock = replace(with_pruning(lock, pruning), packs=locked_packs(packs, placed))
     if options.locked:
         _check_locked(out, previous, lock)
     result = BuildResult(out, plan, lock, deployment, counters, options.dry_run)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from bundler.acquire.acquired import Acquired, MemberHashes
 from bundler.digest import files_sha256
-from bundler.errors import MissingDependenciesError
+from bundler.errors import IntegrityError, MissingDependenciesError
 from bundler.lock import Lock, LockedFile
 from bundler.plan import EdgeKind, Plan, PlanFile, Status
 from bundler.profiles import Artifact, Profile
@@ -35,6 +35,7 @@ class Source:
     artifact: Artifact | None = None
     archive_sha256: str | None = None
     member: str | None = None
+    pinned: str | None = None  # the SHA-256 a manifest pins for this very file (an EP pack's)
 
 
 Placed = tuple[Placement, Source]  # a file of the bundle folder, and where it comes from
@@ -119,6 +120,17 @@ def placement_hashes(
             cache.remember_hash(source.archive_sha256, source.member, placement.source, digest)
         hashes[placement.name] = digest
     return {placement.name: hashes[placement.name] for placement, _ in placed}
+
+
+def require_pins(placed: Sequence[Placed], hashes: dict[str, str]) -> None:
+    """Every placed file whose manifest pins its SHA-256 has those bytes, before any is written."""
+    for placement, source in placed:
+        if source.pinned and hashes[placement.name] != source.pinned:
+            raise IntegrityError(
+                f"{placement.source}: SHA-256 {hashes[placement.name]}, not the pinned "
+                f"{source.pinned} ({placement.name}); nothing was written. Run bundle cache "
+                "clean, or check the mirror it came from."
+            )
 
 
 def locked_files(
