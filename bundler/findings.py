@@ -142,6 +142,14 @@ _CHECKS = (
         "replace {file} with its {architecture} build",
     ),
     Check(
+        "BA206",
+        "ep-ort-too-old",
+        Severity.ERROR,
+        "An execution-provider pack sits beside an ORT older than the pack's minimum: its "
+        "factory refuses to register",
+        "rebuild with a profile of ORT {minimum} or newer, or drop the pack {file}",
+    ),
+    Check(
         "BA301",
         "driver-dll-shipped",
         Severity.ERROR,

@@ -20,6 +20,7 @@ from bundler.findings import Finding, finding
 from bundler.gpu import target_findings
 from bundler.pe import format_version
 from bundler.plan import Status
+from bundler.profile_names import version_key
 from bundler.profiles import (
     dll_key,
     versioned,
@@ -105,6 +106,25 @@ def wrong_machine(audited: Audited) -> Iterator[Finding]:
         skipped = "; the loader skips it, so it is missing" if is_missing(audited, name) else ""
         message = f"{name} is built for {info.machine}, the profile targets {wanted}{skipped}"
         yield finding("BA205", (name,), message, architecture=wanted)
+
+
+def ep_ort_too_old(audited: Audited) -> Iterator[Finding]:
+    """A pack of the lock beside an onnxruntime.dll (its file version, else the lock's ORT
+    release) older than the pack's min_ort."""
+    if not audited.lock or not audited.lock.packs:
+        return
+    info = audited.folder.pe.get("onnxruntime.dll")
+    found = format_version(info.file_version) if info and info.file_version else None
+    ort = found or audited.lock.ort_version
+    if ort is None:
+        return
+    for pack in audited.lock.packs:
+        if version_key(ort) < version_key(pack.min_ort):
+            message = (
+                f"EP pack {pack.name} ({pack.plugin}) needs ONNX Runtime {pack.min_ort} or "
+                f"newer; onnxruntime.dll here is {ort}"
+            )
+            yield finding("BA206", (pack.plugin,), message, minimum=pack.min_ort)
 
 
 def driver_dll_shipped(audited: Audited) -> Iterator[Finding]:
@@ -255,6 +275,7 @@ CHECKS: dict[str, CheckFunction] = {
     "BA203": cudnn_mixed_builds,
     "BA204": debug_crt,
     "BA205": wrong_machine,
+    "BA206": ep_ort_too_old,
     "BA301": driver_dll_shipped,
     "BA302": os_component_shipped,
     "BA303": unreferenced_dll,
