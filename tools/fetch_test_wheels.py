@@ -85,9 +85,10 @@ def extra_wheels() -> dict[str, PipSource]:
 
 
 EP_MANIFESTS = REPO / "manifests" / "eps"
-# pip download of a py3-none wheel: bundle's pip source asks for --python-version 3, which pip
-# reads as Python 3.0 and so refuses every EP wheel (they declare Requires-Python >= 3.8, 3.10
-# and 3.11). Their wheels are fetched for this Python instead, pip still enforcing the hash.
+# pip download of a py3-none wheel: bundle's pip source used to ask for --python-version 3, which
+# pip reads as Python 3.0 and so refuses every EP wheel (they declare Requires-Python >= 3.8, 3.10
+# and 3.11); it now asks for the running Python. The test cache fetches them for a fixed
+# modern Python, pip still enforcing the hash.
 EP_PYTHON_VERSION = "3.12"
 
 
