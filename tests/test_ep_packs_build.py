@@ -162,6 +162,10 @@ def test_cpu_bundle_with_one_pack(name: str, tmp_path: Path, ep_cache: Path) -> 
     _check_pack_folder(out, name, lock)
     assert [p["name"] for p in data["packs"]] == [name]  # type: ignore[index]
     assert {p.name for p in (out / "ep").iterdir()} == {Path(FOLDERS[name]).name}
+    script = (out / "postbuild.cmd").read_text(encoding="utf-8")  # the VS post-build step
+    plugin = load_pack(name).plugin
+    assert f'"%TARGET%\\{FOLDERS[name].replace("/", chr(92))}\\"' in script, "pack folder"
+    assert plugin in script
 
 
 @pytest.mark.realdata

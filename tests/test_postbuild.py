@@ -165,10 +165,15 @@ def test_the_script_copies_exactly_the_bundled_dlls_and_licences() -> None:
         locked("vc_redist.x64.exe", "installer"),
         locked("licenses/onnxruntime/LICENSE", "license"),
         locked("cudnn64_9.dll"),
+        locked("ep/webgpu/onnxruntime_providers_webgpu.dll", "ep"),
     )
     values = postbuild_values(lock)
     assert values["dlls"] == [
         {"name": "cudnn64_9.dll", "folder": ""},
+        {
+            "name": "ep\\webgpu\\onnxruntime_providers_webgpu.dll",
+            "folder": "ep\\webgpu\\",
+        },  # an execution-provider pack's files go to its own folder (docs/ep-packs.md)
         {"name": "onnxruntime.dll", "folder": ""},
     ]
     assert values["licenses"] == [

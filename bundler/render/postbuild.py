@@ -71,7 +71,9 @@ def postbuild_values(
     `source`: the bundle folder relative to the script's ("" for the same, else ending in \\);
     `script_folder`: the script's folder relative to the project's, None when unknown."""
     payload = lock.payload()
-    dlls = [_file(entry.name) for entry in payload if entry.kind == "bundled"]
+    # The DLLs beside the exe, then each execution-provider pack's files in its own folder
+    # (ep\<pack>\: ORT loads a pack from there, docs/ep-packs.md).
+    dlls = [_file(entry.name) for entry in payload if entry.kind in ("bundled", "ep")]
     licenses = [_file(entry.name) for entry in payload if entry.kind == "license"]
     app = lock.app or "the app"
     texts = [app, lock.profile, source, *(file["name"] for file in dlls + licenses)]
