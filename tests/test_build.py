@@ -22,7 +22,7 @@ import pytest
 
 from bundler.lock import read_lock, write_lock
 from bundler.resources import doctor_exe
-from tests.conftest import CPU, HELLO, hello_cpu, pip_env, run_bundle
+from tests.conftest import CPU, HELLO, bundle_from_cache, hello_cpu, run_bundle
 from tests.support.pefactory import PESpec, write_pe
 from tests.support.wine import Wine
 
@@ -38,13 +38,7 @@ GENERATED = (
 
 
 def build(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "bundler", "build", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**os.environ, "BUNDLE_DEBUG": "", **pip_env(PIP_FIND_LINKS="/nonexistent")},
-    )
+    return bundle_from_cache("build", *args, cwd=cwd)
 
 
 def build_json(*args: str) -> dict[str, object]:
@@ -67,14 +61,6 @@ def linked_copy(folder: Path, target: Path, without: str) -> Path:
 
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-@pytest.fixture(scope="module")
-def gpu_bundle(gpu_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("gpu-bundle")
-    result = build(str(HELLO), "--out", str(out), "--cache-dir", str(gpu_cache), "--link")
-    assert result.returncode == 0, result.stderr
-    return out
 
 
 # --- the bundle loads under a real PE loader ------------------------------------------------

@@ -24,6 +24,7 @@ import pytest
 from tests.conftest import CPU, HELLO, require
 from tests.conftest import bundle_from_cache as bundle
 from tests.support.inno import InnoSetup
+from tests.support.mingw import compile_c
 
 PASSWORD_ENV = "BUNDLE_TEST_PFX_PASSWORD"
 PASSWORD = "Pfx-s3cret-7731"  # what must never appear in a rendered file
@@ -179,7 +180,6 @@ int wmain(void) {
 def install_osslsigncode(inno: InnoSetup, folder: Path) -> None:
     """osslsigncode.exe on the prefix's PATH, running Debian's osslsigncode."""
     require(shutil.which("osslsigncode") is not None, "apt-get install osslsigncode")
-    require(shutil.which("x86_64-w64-mingw32-gcc") is not None, "apt-get install mingw-w64")
     shim = folder / "osslsigncode-shim.exe"
     dosdevices = str(inno.prefix / "dosdevices")
     shim.write_text(SHIM.format(python=sys.executable, dosdevices=dosdevices))
@@ -189,17 +189,7 @@ def install_osslsigncode(inno: InnoSetup, folder: Path) -> None:
     (windows / "osslsigncode-wait.cmd").write_text(waiter)
     source = folder / "launcher.c"
     source.write_text(LAUNCHER)
-    subprocess.run(
-        [
-            "x86_64-w64-mingw32-gcc",
-            "-municode",
-            "-O2",
-            "-o",
-            str(windows / "osslsigncode.exe"),
-            str(source),
-        ],
-        check=True,
-    )
+    compile_c(source, windows / "osslsigncode.exe", "-municode", "-O2")
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CPU, HELLO, REPO, require
+from tests.support.mingw import compile_c
 from tests.support.winbuild import OFFLINE_PIP, WinBuilds, mirror
 from tests.support.winpython import VERSIONS, WinPython, winpath
 
@@ -121,12 +122,9 @@ def builds(win_builds: WinBuilds, tmp_path_factory: pytest.TempPathFactory) -> B
 @pytest.fixture(scope="module")
 def programs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """tests/fixtures/windows/*.c built for x64 Windows: NAME.exe for each NAME.c."""
-    compiler = shutil.which("x86_64-w64-mingw32-gcc")
-    require(compiler is not None, "mingw-w64 is not installed (apt-get install mingw-w64)")
     out = tmp_path_factory.mktemp("programs")
     for source in sorted(SOURCES.glob("*.c")):
-        exe = out / f"{source.stem}.exe"
-        subprocess.run([str(compiler), *CFLAGS, "-o", str(exe), str(source)], check=True)
+        compile_c(source, out / f"{source.stem}.exe", *CFLAGS)
     return out
 
 
