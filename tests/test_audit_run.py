@@ -369,7 +369,5 @@ def test_a_root_exporting_dllinstall_is_not_loaded(
     assert [name for name, _ in proof.skipped] == ["onnxruntime_providers_shared.dll"]
     assert not (folder / "dllinstall-ran.txt").exists()
     # What the guard prevents: regsvr32 itself does run it.
-    command = ["wine", "regsvr32", "/s", "/n", "/i", "onnxruntime_providers_shared.dll"]
-    env = wine.env(WINEDEBUG="-all")
-    subprocess.run(command, cwd=folder, env=env, stdin=subprocess.DEVNULL, timeout=120)
+    wine.program("regsvr32", "/s", "/n", "/i", "onnxruntime_providers_shared.dll", cwd=folder)
     assert (folder / "dllinstall-ran.txt").exists()

@@ -439,14 +439,11 @@ def test_postbuild_cmd_copies_the_dlls_of_bin_into_the_target(
     target = tmp_path / "x64 (Release) & co"
     caller = tmp_path / "caller.cmd"
     caller.write_bytes(b'@"%PB_SCRIPT%" "%PB_TARGET%\\"\r\n')
-    wine.start()
-    env = wine.env(
-        WINEDEBUG="-all", PB_SCRIPT=windows(folder / POSTBUILD_NAME), PB_TARGET=windows(target)
-    )
-    done = subprocess.run(
-        ["wine", "cmd", "/c", windows(caller)],
-        env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=180,
-    )  # fmt: skip
+    told: dict[str, str | None] = {
+        "PB_SCRIPT": windows(folder / POSTBUILD_NAME),
+        "PB_TARGET": windows(target),
+    }
+    done = wine.program("cmd", "/c", windows(caller), env=told)
     assert done.returncode == 0, done.stdout + done.stderr
     assert files_under(target) == sorted(dlls_in(folder / "bin"))
     for name in dlls_in(folder / "bin"):

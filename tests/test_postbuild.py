@@ -93,22 +93,11 @@ class Cmd:
         self.locale = locale or {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
 
     def run(self, script: Path, args: str = "", caller: Path | None = None) -> CmdRun:
-        self.wine.start()
-        env = self.wine.env(
-            WINEDEBUG="-all", PB_SCRIPT=windows(script), PB_ARGS=args, **self.locale
+        told: dict[str, str | None] = {"PB_SCRIPT": windows(script), "PB_ARGS": args}
+        done = self.wine.program(
+            "cmd", "/c", windows(caller or self.caller), env={**told, **self.locale}
         )
-        done = subprocess.run(
-            ["wine", "cmd", "/c", windows(caller or self.caller)],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=180,
-        )
-        out, err = (
-            data.decode("utf-8", "replace").replace("\r\n", "\n")
-            for data in (done.stdout, done.stderr)
-        )
-        return CmdRun(done.returncode, out, err)
+        return CmdRun(done.returncode, done.stdout, done.stderr)  # CRLF read as LF
 
 
 def target_arg(folder: Path, *switches: str) -> str:

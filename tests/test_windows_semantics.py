@@ -98,16 +98,7 @@ class Builds:
 
     def start(self, *args: str) -> subprocess.Popen[str]:
         """`python.exe ARGS` in the background, output through pipes (winpython's docstring)."""
-        self.python.wine.start()
-        return subprocess.Popen(
-            ["wine", str(self.python.exe), *args],
-            env=self.python.environment({"BUNDLE_DEBUG": "", **OFFLINE_PIP}),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            encoding="utf-8",
-            errors="replace",
-        )
+        return self.python.background(*args, env={"BUNDLE_DEBUG": "", **OFFLINE_PIP})
 
 
 @pytest.fixture(scope="session")
@@ -376,13 +367,8 @@ def test_a_build_killed_halfway_then_run_again(builds: Builds, tmp_path: Path) -
 @contextmanager
 def holding(builds: Builds, programs: Path, dll: Path) -> Iterator[None]:
     """`dll` loaded by a running program (holddll.exe) while the block runs."""
-    holder = subprocess.Popen(
-        ["wine", str(programs / "holddll.exe"), winpath(dll)],
-        env=builds.python.environment({}),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    holder = builds.python.wine.background(
+        programs / "holddll.exe", winpath(dll), stdin=subprocess.PIPE
     )
     try:
         assert holder.stdout is not None

@@ -241,14 +241,8 @@ class InnoSetup(Wine):
         deadline = time.monotonic() + SERVER_TIMEOUT
         answer = ""
         while time.monotonic() < deadline:
-            done = subprocess.run(
-                ["wine", "net", "start", "rpcss"],
-                env=self.env(LC_ALL="C", WINEDEBUG="-all"),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=SERVER_TIMEOUT,
+            done = self.program(
+                "net", "start", "rpcss", env={"LC_ALL": "C"}, timeout=SERVER_TIMEOUT
             )
             answer = done.stdout.strip()
             if done.returncode == 0 or "already running" in answer:

@@ -127,19 +127,11 @@ class Wine:
         overrides `overrides` or Wine's defaults, `env` added (None removes a variable). On a
         timeout the prefix is stopped, so nothing it started keeps running, and it re-raises."""
         self.start()
-        environment = self.env(WINEDEBUG=debug)
-        environment.pop("WINEDLLOVERRIDES", None)
-        if overrides is not None:
-            environment["WINEDLLOVERRIDES"] = overrides
-        for name, value in (env or {}).items():
-            environment.pop(name, None)
-            if value is not None:
-                environment[name] = value
         try:
             return subprocess.run(
                 ["wine", str(program), *args],
                 cwd=cwd,
-                env=environment,
+                env=self.environment(debug, overrides, env),
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 encoding="utf-8",
@@ -149,6 +141,43 @@ class Wine:
         except subprocess.TimeoutExpired:
             self.stop()  # whatever the program started must not keep running
             raise
+
+    def background(
+        self,
+        program: Path | str,
+        *args: str,
+        env: dict[str, str | None] | None = None,
+        stdin: int = subprocess.DEVNULL,
+    ) -> subprocess.Popen[str]:
+        """`program` as `program()` runs it (Wine's debug output off, Wine's default DLL
+        overrides), started and not waited for: the caller reads its pipes and waits.
+        `stdin=subprocess.PIPE` gives it a standard input the caller can write or close."""
+        self.start()
+        return subprocess.Popen(
+            ["wine", str(program), *args],
+            env=self.environment("-all", None, env),
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            encoding="utf-8",
+            errors="replace",
+        )
+
+    def environment(
+        self, debug: str, overrides: str | None, env: dict[str, str | None] | None
+    ) -> dict[str, str]:
+        """What a program of this prefix runs with: WINEDEBUG=`debug`, WINEDLLOVERRIDES
+        `overrides` (None: Wine's defaults, whatever this process has), `env` added (None
+        removes a variable)."""
+        environment = self.env(WINEDEBUG=debug)
+        environment.pop("WINEDLLOVERRIDES", None)
+        if overrides is not None:
+            environment["WINEDLLOVERRIDES"] = overrides
+        for name, value in (env or {}).items():
+            environment.pop(name, None)
+            if value is not None:
+                environment[name] = value
+        return environment
 
     def stop(self) -> None:
         """Kill the prefix's wineserver and every process in it, and wait until it is gone."""
