@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -34,6 +35,16 @@ def hello_cpu(out: Path, cache: Path, *extra: str) -> list[str]:
     """`bundle build` arguments: examples/hello with the CPU profile into `out`, artifacts from
     `cache`."""
     return [str(HELLO), "--profile", CPU, "--out", str(out), "--cache-dir", str(cache), *extra]
+
+
+def hello_app(folder: Path, toml: str | None = None) -> Path:
+    """A user's app folder: examples/hello's exe in `folder` and, given `toml`, a bundle.toml
+    beside it. Returns the folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(HELLO, folder / "hello.exe")
+    if toml is not None:
+        (folder / "bundle.toml").write_text(toml)
+    return folder
 
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}

@@ -22,7 +22,7 @@ import pytest
 
 from bundler.lock import read_lock, write_lock
 from bundler.resources import doctor_exe
-from tests.conftest import CPU, HELLO, bundle_from_cache, hello_cpu, run_bundle
+from tests.conftest import CPU, HELLO, bundle_from_cache, hello_app, hello_cpu, run_bundle
 from tests.support.pefactory import PESpec, write_pe
 from tests.support.wine import Wine
 
@@ -194,9 +194,7 @@ def test_second_build_copies_and_hashes_nothing(gpu_bundle: Path, gpu_cache: Pat
 def test_rebuild_next_to_the_exe_keeps_the_lock_and_passes_locked(
     cpu_cache: Path, tmp_path: Path
 ) -> None:
-    app = tmp_path / "app"
-    app.mkdir()
-    shutil.copy(HELLO, app / "hello.exe")
+    app = hello_app(tmp_path / "app")
     args = [str(app / "hello.exe"), "--profile", CPU, "--cache-dir", str(cpu_cache)]
     assert build(*args).returncode == 0
     first = (app / "bundle.lock.json").read_text()
@@ -411,11 +409,9 @@ def test_sbom_lists_every_shipped_file_with_hash_supplier_and_licence(
 
 @pytest.mark.realdata
 def test_bare_build_reads_bundle_toml(cpu_cache: Path, tmp_path: Path) -> None:
-    app = tmp_path / "app"
-    app.mkdir()
-    shutil.copy(HELLO, app / "hello.exe")
-    (app / "bundle.toml").write_text(
-        '[build]\nexe = "hello.exe"\nprofile = "ort-1.19.2-cpu"\nout = "dist"\nsbom = true\n'
+    app = hello_app(
+        tmp_path / "app",
+        '[build]\nexe = "hello.exe"\nprofile = "ort-1.19.2-cpu"\nout = "dist"\nsbom = true\n',
     )
     result = build("--cache-dir", str(cpu_cache), cwd=app)
     assert result.returncode == 0, result.stderr

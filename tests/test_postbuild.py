@@ -42,7 +42,7 @@ from bundler.render.postbuild import (
     postbuild_values,
     write_postbuild,
 )
-from tests.conftest import CPU, HELLO, bundle_from_cache, hello_cpu, require
+from tests.conftest import CPU, bundle_from_cache, hello_app, hello_cpu, require
 from tests.support.wine import Wine
 
 TEMPLATES = Templates(None)  # renders without keeping anything between runs
@@ -532,12 +532,10 @@ def test_no_postbuild_and_bundle_toml_turn_it_off(cpu_cache: Path, tmp_path: Pat
     )
     assert flag.returncode == 0, flag.stderr
     assert not (out / POSTBUILD_NAME).exists() and not (out / EVENT_NAME).exists()
-    app = tmp_path / "app"
-    app.mkdir()
-    shutil.copyfile(HELLO, app / "hello.exe")
-    (app / "bundle.toml").write_text(
+    app = hello_app(
+        tmp_path / "app",
         f'[build]\nexe = "hello.exe"\nprofile = "{CPU}"\nout = "dist"\n'
-        "[render]\npostbuild = false\n"
+        "[render]\npostbuild = false\n",
     )
     toml = bundle_from_cache("build", "--cache-dir", str(cpu_cache), cwd=app)
     assert toml.returncode == 0, toml.stderr
@@ -547,12 +545,10 @@ def test_no_postbuild_and_bundle_toml_turn_it_off(cpu_cache: Path, tmp_path: Pat
 
 @pytest.mark.realdata
 def test_bundle_toml_project_dir_makes_the_event_ready(cpu_cache: Path, tmp_path: Path) -> None:
-    app = tmp_path / "app"
-    app.mkdir()
-    shutil.copyfile(HELLO, app / "hello.exe")
-    (app / "bundle.toml").write_text(
+    app = hello_app(
+        tmp_path / "app",
         f'[build]\nexe = "hello.exe"\nprofile = "{CPU}"\nout = "../dist"\n'
-        '[render]\nproject_dir = "."\n'
+        '[render]\nproject_dir = "."\n',
     )
     result = bundle_from_cache("build", "--cache-dir", str(cpu_cache), cwd=app)
     assert result.returncode == 0, result.stderr

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CPU, HELLO, require
+from tests.conftest import CPU, hello_app, require
 from tests.conftest import bundle_from_cache as bundle
 from tests.support.inno import InnoSetup
 from tests.support.mingw import compile_c
@@ -83,14 +83,11 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
 
 def config(folder: Path, sign: str) -> Path:
     """An app folder with hello.exe and a bundle.toml whose [sign] table is `sign`."""
-    folder.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(HELLO, folder / "hello.exe")
-    path = folder / "bundle.toml"
-    path.write_text(
+    toml = (
         f'[build]\nexe = "hello.exe"\nprofile = "{CPU}"\nout = "dist"\n\n'
         f'[render]\ncompression = "zip/1"\n\n[sign]\n{sign}'
     )
-    return path
+    return hello_app(folder, toml) / "bundle.toml"
 
 
 # --- configuration errors: one line, exit 14, before any work ------------------------------
