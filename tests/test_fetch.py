@@ -22,6 +22,7 @@ import pytest
 from tests.conftest import CPU, GPU, REPO, RealDlls, fetch, pip_env, run_bundle
 from tests.support.httpserver import HttpServer
 from tests.support.pefactory import PESpec, build_pe
+from tests.support.profiles import artifact, profile, source
 
 
 def artifacts(result: subprocess.CompletedProcess[str]) -> list[dict[str, object]]:
@@ -190,33 +191,12 @@ def make_zip(members: dict[str, bytes], symlink: str | None = None) -> bytes:
 def write_profile(folder: Path, archive: bytes, name: str = "tiny-1.0.zip") -> Path:
     digest = hashlib.sha256(archive).hexdigest()
     path = folder / "tiny.toml"
-    path.write_text(
-        f"""schema_version = 1
-name = "tiny"
-description = "one zip"
-architecture = "x64"
-min_windows = "10.0.10240"
-vc_runtime = "app-local"
-roots = ["tiny.dll"]
-
-[[artifacts]]
-name = "tiny"
-version = "1.0"
-provides = ["tiny.dll"]
-licenses = ["LICENSE"]
-
-[[artifacts.sources]]
-kind = "url"
-url = "https://downloads.invalid/tiny/{name}"
-sha256 = "{digest}"
-size = {len(archive)}
-
-[[artifacts.sources]]
-kind = "dir"
-env = "TINY_HOME"
-subdir = "bin"
-"""
+    zip_source = source(
+        "url", url=f"https://downloads.invalid/tiny/{name}", sha256=digest, size=len(archive)
     )
+    folder_source = source("dir", env="TINY_HOME", subdir="bin")
+    tiny = artifact("tiny", "1.0", ["tiny.dll"], zip_source, folder_source, licenses=["LICENSE"])
+    path.write_text(profile("tiny", ["tiny.dll"], tiny, description="one zip"))
     return path
 
 

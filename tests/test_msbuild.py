@@ -38,6 +38,7 @@ from bundler.render.postbuild import EVENT_NAME, POSTBUILD_NAME
 from tests.conftest import REPO, RealDlls, bundle_from_cache, require
 from tests.support.httpserver import HttpServer
 from tests.support.pefactory import PESpec, build_pe
+from tests.support.profiles import artifact, profile, source
 from tests.support.replica import HEADERS, TOP, ZIP_NAME, Replica, build_replica, write_release_zip
 from tests.support.wine import Wine
 
@@ -245,36 +246,24 @@ TINY_ROOTS = ("onnxruntime.dll", "onnxruntime_providers_shared.dll", "extra.dll"
 
 
 def tiny_profile(path: Path, digest: str, size: int, roots: tuple[str, ...] = TINY_ROOTS) -> Path:
-    path.write_text(
-        f"""schema_version = 1
-name = "tiny-sdk"
-description = "a release zip with headers and import libraries"
-architecture = "x64"
-min_windows = "10.0.10240"
-vc_runtime = "app-local"
-roots = [{", ".join(f'"{root}"' for root in roots)}]
-
-[[artifacts]]
-name = "onnxruntime"
-version = "1.0"
-provides = ["onnxruntime.dll", "helper.dll", "onnxruntime_providers_shared.dll", "extra.dll"]
-licenses = ["LICENSE"]
-
-[[artifacts.sources]]
-kind = "url"
-url = "https://downloads.invalid/ort/{TINY_TOP}.zip"
-sha256 = "{digest}"
-size = {size}
-sdk = true
-
-[[artifacts.sources]]
-kind = "pip"
-package = "onnxruntime-tiny"
-version = "1.0"
-wheel = "onnxruntime_tiny-1.0-py3-none-win_amd64.whl"
-sha256 = "{"0" * 64}"
-"""
+    zip_source = source(
+        "url",
+        url=f"https://downloads.invalid/ort/{TINY_TOP}.zip",
+        sha256=digest,
+        size=size,
+        sdk=True,
     )
+    wheel = source(
+        "pip",
+        package="onnxruntime-tiny",
+        version="1.0",
+        wheel="onnxruntime_tiny-1.0-py3-none-win_amd64.whl",
+        sha256="0" * 64,
+    )
+    provides = ("onnxruntime.dll", "helper.dll", "onnxruntime_providers_shared.dll", "extra.dll")
+    ort = artifact("onnxruntime", "1.0", provides, zip_source, wheel, licenses=["LICENSE"])
+    description = "a release zip with headers and import libraries"
+    path.write_text(profile("tiny-sdk", roots, ort, description=description))
     return path
 
 
