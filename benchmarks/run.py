@@ -390,7 +390,7 @@ if mode == "flock":
         fcntl.flock(fd, fcntl.LOCK_EX)
         fcntl.flock(fd, fcntl.LOCK_UN)
 else:
-    from bundler.acquire.cache import file_lock
+    from bundler.file_locks import file_lock
     for _ in range({n}):
         with file_lock(folder / "ours.lock", "benchmark", remove=mode == "remove"):
             pass

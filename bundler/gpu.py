@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import cache
 
 from bundler import resources
 from bundler.errors import ConfigError
@@ -63,7 +62,6 @@ class Service:
         return "none" if self.none else "jit" if self.jit else "native"
 
 
-@cache
 def opaque_patterns() -> tuple[str, ...]:
     """Name patterns of the DLLs whose fat binaries do not tell which GPUs they serve
     (manifests/cuda/gpu_code.toml, each with its measurement)."""
@@ -78,11 +76,13 @@ def opaque_patterns() -> tuple[str, ...]:
 
 
 def judged(code: Mapping[str, GpuCode]) -> dict[str, GpuCode]:
-    """The DLLs a GPU verdict may rest on: those with code, less the opaque ones."""
+    """The DLLs a GPU verdict may rest on: those with code, less the opaque ones (the table is
+    read once a call, not kept between calls)."""
+    opaque = opaque_patterns()
     return {
         name: item
         for name, item in code.items()
-        if (item.sass or item.ptx) and not any(matches(p, name) for p in opaque_patterns())
+        if (item.sass or item.ptx) and not any(matches(p, name) for p in opaque)
     }
 
 

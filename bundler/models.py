@@ -14,13 +14,13 @@ ones too) need no following.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bundler.digest import file_sha256
 from bundler.errors import ConfigError, InputFileError
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -49,7 +49,7 @@ def read_model_ops(path: Path) -> ModelOps:
     """The op types the model at `path` runs. ConfigError without the onnx package;
     InputFileError for a file that is missing, unreadable or not an ONNX model."""
     onnx = _import_onnx()
-    sha256 = _file_sha256(path)
+    sha256 = _model_sha256(path)
     model = _load(onnx, path)
     ops = frozenset(_model_ops(model))
     return ModelOps(path=path, sha256=sha256, ops=ops, types=_op_types(onnx, model, ops))
@@ -107,10 +107,9 @@ def _import_onnx() -> Any:
     return onnx
 
 
-def _file_sha256(path: Path) -> str:
+def _model_sha256(path: Path) -> str:
     try:
-        with path.open("rb") as stream:
-            return hashlib.file_digest(stream, "sha256").hexdigest()
+        return file_sha256(path)
     except FileNotFoundError as exc:
         raise InputFileError(f"{path}: no such file; {_GIVE_MODEL}.") from exc
     except OSError as exc:

@@ -11,11 +11,19 @@ import fnmatch
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import TypeGuard
 
 from bundler import resources
 from bundler.errors import ProfileError
 from bundler.manifest import Table, load_toml
+from bundler.profile_loads import (
+    RecordedFile,
+    RuntimeRule,
+    ScanException,
+    read_recorded_file,
+    read_runtime_rule,
+    read_scan_exception,
+)
 from bundler.profile_names import (
     LATEST,
     RELEASE,
@@ -23,6 +31,13 @@ from bundler.profile_names import (
     no_gpu_profile,
     release_of,
     unknown_profile,
+)
+from bundler.profile_values import (
+    archive_size,
+    choice,
+    driver_version,
+    file_version,
+    parse_windows_version,
 )
 from bundler.validate import VC_RUNTIME_MODES
 
@@ -54,25 +69,6 @@ def is_pattern(name: str) -> bool:
 
 def matches(pattern: str, name: str) -> bool:
     return fnmatch.fnmatchcase(dll_key(name), dll_key(pattern))
-
-
-@dataclass(frozen=True)
-class RuntimeRule:
-    """`trigger` loads `loads` with LoadLibrary at run time; entries may be glob patterns."""
-
-    trigger: str
-    loads: tuple[str, ...]
-    why: str
-
-
-@dataclass(frozen=True)
-class ScanException:
-    """A pair `bundle profiles check` accepts (a string that is no load, or a rule the scan
-    cannot see), with the reason kept in the profile: [[scan_exceptions]]."""
-
-    file: str  # the DLL whose strings are scanned (a rule's trigger)
-    name: str  # the DLL it names, or a rule says it loads
-    why: str
 
 
 @dataclass(frozen=True)
@@ -128,19 +124,6 @@ class Artifact:
     supplier: str = ""  # for the SBOM
     license: str = ""  # SPDX expression (LicenseRef-... for vendor licences), for the SBOM
     signed: bool = False  # the vendor Authenticode-signs these DLLs (measured on the pins)
-
-
-@dataclass(frozen=True)
-class RecordedFile:
-    """What a pinned DLL imports, recorded in the profile ([[files]]) from the DLL itself, so
-    that what it would load stays known when the DLL is absent from a folder (the audit of a
-    bundle missing it). Measured on the artifact's pinned wheel; API sets are left out."""
-
-    name: str  # the concrete file name, as spelled in the artifact
-    artifact: str
-    size: int
-    imports: tuple[str, ...] = ()
-    delay_imports: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -245,38 +228,25 @@ def load_profile_file(path: Path) -> Profile:
     profile = Profile(
         name=table.string("name"),
         description=table.string("description"),
-        architecture=_choice(table, "architecture", ARCHITECTURES),
+        architecture=choice(table, "architecture", ARCHITECTURES),
         min_windows=parse_windows_version(table, "min_windows"),
-        vc_runtime=_choice(table, "vc_runtime", VC_RUNTIME_MODES),
+        vc_runtime=choice(table, "vc_runtime", VC_RUNTIME_MODES),
         roots=table.strings("roots"),
         driver_dlls=table.strings("driver_dlls", ()),
-        runtime_rules=tuple(_rule(item) for item in table.tables("runtime_rules", [])),
+        runtime_rules=tuple(read_runtime_rule(item) for item in table.tables("runtime_rules", [])),
         artifacts=tuple(_artifact(item) for item in table.tables("artifacts", [])),
         path=path,
         gpu_driver=_gpu_driver(table),
-        signatures=_choice(table, "signatures", SIGNATURE_MODES, "off"),
-        scan_exceptions=tuple(_exception(item) for item in table.tables("scan_exceptions", [])),
-        files=tuple(_recorded(item) for item in table.tables("files", [])),
+        signatures=choice(table, "signatures", SIGNATURE_MODES, "off"),
+        scan_exceptions=tuple(
+            read_scan_exception(item) for item in table.tables("scan_exceptions", [])
+        ),
+        files=tuple(read_recorded_file(item) for item in table.tables("files", [])),
         gpus=table.strings("gpus", ()),
     )
     table.done()
     _check_recorded(profile, table.where)
     return profile
-
-
-def _recorded(table: Table) -> RecordedFile:
-    size: int = table.integer("size")
-    if size <= 0:
-        raise ProfileError(f"{table.where}: key 'size' must be the DLL's size in bytes (> 0).")
-    recorded = RecordedFile(
-        name=table.string("name"),
-        artifact=table.string("artifact"),
-        size=size,
-        imports=table.strings("imports", ()),
-        delay_imports=table.strings("delay_imports", ()),
-    )
-    table.done()
-    return recorded
 
 
 def _check_recorded(profile: Profile, where: str) -> None:
@@ -295,28 +265,11 @@ def _check_recorded(profile: Profile, where: str) -> None:
         seen.add(dll_key(item.name))
 
 
-def parse_windows_version(table: Table, key: str) -> tuple[int, ...]:
-    text = table.string(key)
-    try:
-        parts = tuple(int(part) for part in text.split("."))
-    except ValueError:
-        parts = ()
-    if len(parts) != 3:
-        raise ProfileError(f"{table.where}: key '{key}' must look like 10.0.19041, not '{text}'.")
-    return parts
-
-
 def _gpu_driver(profile: Table) -> GpuDriver | None:
     table = profile.table("gpu_driver", None)
     if table is None:
         return None
-    minimum = table.string("min_version")
-    parts = minimum.split(".")
-    if len(parts) != 2 or not all(part.isdigit() for part in parts) or len(parts[1]) != 2:
-        raise ProfileError(
-            f"{table.where}: key 'min_version' must be a driver version like 527.41, "
-            f"not '{minimum}'."
-        )
+    minimum = driver_version(table, "min_version")
     driver = GpuDriver(
         dll=table.string("dll"),
         cuda_major=table.integer("cuda_major"),
@@ -326,44 +279,6 @@ def _gpu_driver(profile: Table) -> GpuDriver | None:
     )
     table.done()
     return driver
-
-
-def _file_version(table: Table, key: str) -> tuple[int, ...] | None:
-    text = table.string(key, None)
-    if text is None:
-        return None
-    try:
-        return tuple(int(part) for part in text.split("."))
-    except ValueError:
-        raise ProfileError(f"{table.where}: key '{key}' must look like 9.1.0.70.") from None
-
-
-def _size(table: Table) -> int | None:
-    size: int | None = table.integer("size", None)
-    if size is not None and size <= 0:
-        raise ProfileError(f"{table.where}: key 'size' must be the archive's size in bytes (> 0).")
-    return size
-
-
-def _choice(table: Table, key: str, allowed: tuple[str, ...], default: Any = ...) -> str:
-    value: str = table.string(key, default)
-    if value not in allowed:
-        raise ProfileError(f"{table.where}: key '{key}' must be one of {', '.join(allowed)}.")
-    return value
-
-
-def _rule(table: Table) -> RuntimeRule:
-    return table.finished(
-        RuntimeRule(
-            trigger=table.string("trigger"), loads=table.strings("loads"), why=table.string("why")
-        )
-    )
-
-
-def _exception(table: Table) -> ScanException:
-    return table.finished(
-        ScanException(table.string("file"), table.string("name"), table.string("why"))
-    )
 
 
 def _artifact(table: Table) -> Artifact:
@@ -398,7 +313,7 @@ def _source(table: Table) -> Source:
             url=url,
             sha256=table.hexdigest("sha256", 64),
             sha512=table.hexdigest("sha512", 128, None),
-            size=_size(table),
+            size=archive_size(table),
             sdk=table.boolean("sdk", False),
         )
     elif kind == "pip":
@@ -412,8 +327,8 @@ def _source(table: Table) -> Source:
         source = DirSource(
             env=table.string("env"),
             subdir=table.string("subdir"),
-            min_file_version=_file_version(table, "min_file_version"),
-            max_file_version=_file_version(table, "max_file_version"),
+            min_file_version=file_version(table, "min_file_version"),
+            max_file_version=file_version(table, "max_file_version"),
         )
     else:
         raise ProfileError(f"{table.where}: key 'kind' must be url, pip or dir, not '{kind}'.")

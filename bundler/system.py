@@ -12,7 +12,8 @@ from pathlib import Path
 
 from bundler import resources
 from bundler.manifest import Table, load_toml
-from bundler.profiles import dll_key, parse_windows_version
+from bundler.profile_values import parse_windows_version
+from bundler.profiles import dll_key
 
 
 @dataclass(frozen=True)

@@ -19,12 +19,13 @@ from pathlib import Path
 import pefile
 import pytest
 
-from bundler.acquire.cache import file_sha256
 from bundler.audit.checks import CHECKS
 from bundler.audit.judge import audit
 from bundler.audit.loadproof import FINDING_CODES
+from bundler.digest import file_sha256
 from bundler.findings import CATALOGUE, DOCTOR_CODES, Severity, catalogue_markdown
-from bundler.lock import LOCK_NAME, Lock, LockedFile, write_lock
+from bundler.lock import LOCK_NAME, Lock, LockedFile
+from bundler.lockfile import write_lock
 from bundler.profiles import versioned
 from bundler.signatures import FINDING_CODES as SIGNATURE_CODES
 from tests.conftest import CPU, DIRECTML, GPU, HELLO, REPO, fetch, pip_env, run_bundle

@@ -24,8 +24,9 @@ from typing import Any, cast
 
 import pytest
 
-from bundler.audit.html import STATUS_FILL, audit_html, write_html
+from bundler.audit.html import audit_html, write_html
 from bundler.audit.judge import audit
+from bundler.audit.palette import STATUS_FILL
 from bundler.audit.report import AuditReport
 from bundler.errors import OutputError
 from bundler.findings import Severity

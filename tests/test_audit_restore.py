@@ -17,9 +17,11 @@ from pathlib import Path
 import pytest
 
 from bundler.audit.judge import audit
-from bundler.audit.loadproof import LoaderRun, LoadProof, proof_findings
+from bundler.audit.loader_output import LoaderRun
+from bundler.audit.loadproof import LoadProof, proof_findings
 from bundler.findings import Severity
-from bundler.lock import LOCK_NAME, Lock, LockedFile, read_lock, write_lock
+from bundler.lock import LOCK_NAME, Lock, LockedFile
+from bundler.lockfile import read_lock, write_lock
 from bundler.profiles import available_profiles, load_profile
 from tests.conftest import GPU, HELLO, REPO, run_bundle
 from tests.support.pefactory import PESpec

@@ -21,7 +21,8 @@ from bundler.acquire.cache import Cache
 from bundler.cli import profile_views
 from bundler.cli.failures import hint_of, json_requested, move_global_json
 from bundler.errors import ExitCode
-from bundler.lock import LOCK_NAME, write_lock
+from bundler.lock import LOCK_NAME
+from bundler.lockfile import write_lock
 from tests.conftest import run_bundle
 from tests.test_render_iss import sample_lock
 

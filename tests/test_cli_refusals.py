@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from bundler.errors import ConfigError, ExitCode
-from bundler.lock import Lock, LockedFile, write_lock
+from bundler.lock import Lock, LockedFile
+from bundler.lockfile import write_lock
 from bundler.options import CONFIG, FLAG, Options
 from bundler.profile_names import Shipped, no_gpu_profile, unknown_profile
 from bundler.profiles import available_profiles, latest_gpu_release, load_profile

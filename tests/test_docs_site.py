@@ -68,6 +68,48 @@ def test_the_shared_part_check_can_fail(tmp_path: Path) -> None:
         docs_index.render(readme, "# no markers\n")
 
 
+def test_the_package_map_is_the_tree() -> None:
+    """docs/repository.md lists every module of bundler/ with its layer and job, as the tree
+    says today (tools/repository_map.py --write)."""
+    result = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "repository_map.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    page = (DOCS / "repository.md").read_text(encoding="utf-8")
+    for path in (REPO / "bundler").rglob("*.py"):
+        if not ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))):
+            assert path.name in ("__init__.py", "__main__.py"), path  # a marker or the runner
+            continue
+        name = path.relative_to(REPO / "bundler").with_suffix("").as_posix()
+        assert f"| `{name.removesuffix('/__init__')}` |" in page, f"{name} is not in the map"
+
+
+def test_the_package_map_check_can_fail(tmp_path: Path) -> None:
+    """A new module shows up in the map, and one without its layer stops the tool."""
+    sys.path.insert(0, str(REPO / "tools"))
+    try:
+        import repository_map
+    finally:
+        sys.path.remove(str(REPO / "tools"))
+    package = tmp_path / "bundler"
+    (package / "ship").mkdir(parents=True)
+    (package / "plan.py").write_text('"""Decide layer: the Plan. More."""\n')
+    (package / "ship" / "deploy.py").write_text('"""Act layer, core: put files. Atomically."""\n')
+    page = "# R\n<!-- modules -->\nstale\n<!-- /modules -->\nafter\n"
+    rendered = repository_map.render(page, package)
+    assert "| `plan` | decide | the Plan |" in rendered
+    assert "| `ship/deploy` | act | put files |" in rendered
+    assert "stale" not in rendered and rendered.endswith("after\n")
+    (package / "ship" / "archive.py").write_text('"""Packs files."""\n')
+    with pytest.raises(repository_map.PageError, match=r"ship/archive\.py"):
+        repository_map.render(page, package)
+    with pytest.raises(repository_map.PageError, match="markers"):
+        repository_map.render("# no markers\n", package)
+
+
 def test_the_front_page_lists_every_page() -> None:
     """The index (and so the README) links every page of the site."""
     index = (DOCS / "index.md").read_text(encoding="utf-8")

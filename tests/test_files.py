@@ -19,7 +19,8 @@ import pytest
 from bundler import files
 from bundler.errors import ConflictError
 from bundler.files import RETRY_DELAYS, case_collisions
-from bundler.ship.deploy import Counters, Placement, apply, plan_deployment
+from bundler.ship.deploy import apply, plan_deployment
+from bundler.ship.output_folder import Counters, Placement
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -72,7 +73,7 @@ def test_link_falling_back_to_copies_is_counted(tmp_path: Path) -> None:
 
 
 def test_the_report_names_the_link_fallback() -> None:
-    from bundler.cli.views import counters_lines
+    from bundler.cli.build_views import counters_lines
 
     lines = counters_lines(Counters(copied=2, bytes_written=2048, link_fallbacks=2))
     assert lines[0].startswith("  copied 2 (2.0 KB), linked 0")

@@ -6,8 +6,10 @@
   above or beside it. Every import counts, also one inside a function or under TYPE_CHECKING.
 - No cycles between modules (imports at module level, where a cycle breaks an import).
 - Only `bundler/cli/` and the entry point print or exit: library code reports through
-  bundler.notes or raises a BundleError.
-- Every module's docstring opens with its layer (read, decide, act, talk) and its job.
+  the reporter the CLI hands it (bundler.reporter) or raises a BundleError.
+- Every module's docstring opens with its layer (read, decide, act, talk) and its job, and
+  imports point one way: read and decide (the lowest, which may import each other) < act < talk.
+  A module imports only modules of its own rank or lower, every import counted.
 
 Each checker is also run on a planted violation, so the test can fail.
 """
@@ -39,6 +41,8 @@ MAY_PRINT = ("cli", "entry")
 PRINTING = {"print", "sys.exit", "sys.stderr.write", "sys.stdout.write", "os._exit", "exit"}
 PRINTING |= {"typer.echo", "typer.secho", "quit"}
 LAYER_WORDS = ("Read layer", "Decide layer", "Act layer", "Talk layer", "Read/decide layer")
+# The label a docstring opens with -> its rank: a module imports only its own rank or lower.
+RANKS = {"read": 0, "decide": 0, "read/decide": 0, "act": 1, "talk": 2}
 
 
 def module_name(path: Path, root: Path = PACKAGE) -> str:
@@ -148,6 +152,51 @@ def undeclared_layers(
     return found
 
 
+def layer_of(name: str, tree: ast.Module) -> str | None:
+    """The label the docstring opens with ("read", "decide", "act", ...); `__main__` is the
+    entry point, talk. None: no label (a package's `__init__`), which counts as the lowest rank,
+    so a package with code above that must say its layer."""
+    text = ast.get_docstring(tree) or ""
+    word = text.split(" layer", 1)[0].lower()
+    if word in RANKS:
+        return word
+    return "talk" if name.endswith("__main__") else None
+
+
+def imported_modules(tree: ast.Module, known: set[str]) -> Iterator[str]:
+    """Every bundler module a module imports, anywhere in it (functions, TYPE_CHECKING):
+    `from bundler.audit import winjob` is bundler.audit.winjob, `from bundler import
+    __version__` the package bundler."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and _ours(node.module or ""):
+            for alias in node.names:
+                name = f"{node.module}.{alias.name}"
+                yield name if name in known else str(node.module)
+        elif isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names if _ours(alias.name))
+
+
+def _ours(module: str) -> bool:
+    return module == "bundler" or module.startswith("bundler.")
+
+
+def direction_violations(modules: Iterator[tuple[str, ast.Module]]) -> list[str]:
+    """Imports of a module whose layer ranks above the importer's (RANKS)."""
+    trees = dict(modules)
+    layers = {name: layer_of(name, tree) for name, tree in trees.items()}
+
+    def rank(layer: str | None) -> int:
+        return RANKS[layer] if layer else 0
+
+    found = set()
+    for name, tree in trees.items():
+        for target in imported_modules(tree, set(trees)):
+            mine, theirs = layers[name], layers.get(target)
+            if rank(theirs) > rank(mine):
+                found.add(f"{name} ({mine or 'no layer'}) imports {target} ({theirs})")
+    return sorted(found)
+
+
 # --- the package as it is ------------------------------------------------------------------------
 
 
@@ -165,6 +214,10 @@ def test_only_the_cli_prints_or_exits() -> None:
 
 def test_every_module_says_its_layer_first() -> None:
     assert undeclared_layers(sources(), packages()) == []
+
+
+def test_no_module_imports_a_layer_above_its_own() -> None:
+    assert direction_violations(sources()) == []
 
 
 # --- and each checker on a planted violation ----------------------------------------------------
@@ -223,9 +276,65 @@ def test_a_planted_module_without_its_layer_is_found(tmp_path: Path) -> None:
     assert undeclared_layers(planted(tmp_path, files)) == ["bundler.bad: Does things."]
 
 
+READ = '"""Read layer: facts."""\n'
+DECIDE = '"""Decide layer: choices."""\n'
+ACT = '"""Act layer: writes."""\n'
+TALK = '"""Talk layer: prints."""\n'
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        (  # inside a function
+            {"plan.py": DECIDE + "def f():\n    from bundler.lock import Lock\n", "lock.py": ACT},
+            "bundler.plan (decide) imports bundler.lock (act)",
+        ),
+        (  # under TYPE_CHECKING, a module named as a package's member
+            {
+                "ship/deploy.py": ACT + "if TYPE_CHECKING:\n    from bundler.cli import views\n",
+                "cli/__init__.py": "",
+                "cli/views.py": TALK,
+            },
+            "bundler.ship.deploy (act) imports bundler.cli.views (talk)",
+        ),
+        (  # `from bundler import ...`: a module counts, a name of the package does not
+            {
+                "__init__.py": '"""bundle."""\n__version__ = "0"\n',
+                "pe.py": READ + "from bundler import __version__, files\n",
+                "files.py": ACT,
+            },
+            "bundler.pe (read) imports bundler.files (act)",
+        ),
+        (  # a package without a label counts as the lowest rank
+            {
+                "rules/derive/__init__.py": '"""derive."""\nimport bundler.acquire.artifacts\n',
+                "acquire/artifacts.py": ACT,
+            },
+            "bundler.rules.derive (no layer) imports bundler.acquire.artifacts (act)",
+        ),
+    ],
+)
+def test_a_planted_import_above_the_layer_is_found(
+    files: dict[str, str], expected: str, tmp_path: Path
+) -> None:
+    assert direction_violations(planted(tmp_path, files)) == [expected]
+
+
+def test_imports_at_or_below_the_layer_pass(tmp_path: Path) -> None:
+    files = {
+        "pe.py": READ + "from bundler import plan\n",
+        "plan.py": DECIDE + "from bundler import pe\n",
+        "files.py": ACT + "from bundler import pe, plan\n",
+        "cli.py": TALK + "from bundler import files, plan\n",
+        "__main__.py": "from bundler import cli\n",
+    }
+    assert direction_violations(planted(tmp_path, files)) == []
+
+
 # --- size ---------------------------------------------------------------------------------------
 
-MAX_MODULE_LINES = 500
+MAX_MODULE_LINES = 399  # issue 30: every module under 400 lines
+MAX_CLASS_LINES = 150
 MAX_FUNCTION_LINES = 60  # from the first statement: a command's typer options are declarations
 
 
@@ -242,11 +351,39 @@ def oversized(root: Path = PACKAGE) -> list[str]:
                 length = (node.end_lineno or node.lineno) - node.body[0].lineno + 1
                 if length > MAX_FUNCTION_LINES:
                     found.append(f"{name}: {node.name}() {length} lines")
+            if isinstance(node, ast.ClassDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > MAX_CLASS_LINES:
+                    found.append(f"{name}: class {node.name} {length} lines")
     return found
 
 
-def test_no_module_over_500_lines_and_no_function_over_60() -> None:
+def test_no_module_of_400_lines_no_class_over_150_and_no_function_over_60() -> None:
     assert oversized() == []
+
+
+def shared_file_names(root: Path = PACKAGE) -> dict[str, list[str]]:
+    """File names that more than one module of the package has (packages' __init__ aside)."""
+    where: dict[str, list[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        if path.name != "__init__.py":
+            where.setdefault(path.name, []).append(path.relative_to(root.parent).as_posix())
+    return {name: paths for name, paths in where.items() if len(paths) > 1}
+
+
+def test_no_two_modules_share_a_file_name() -> None:
+    """A name says what a module holds: `build.py` in two wings says nothing (issue 30)."""
+    assert shared_file_names() == {}
+
+
+def test_a_planted_shared_file_name_is_found(tmp_path: Path) -> None:
+    root = tmp_path / "bundler"
+    for name in ("cli/build.py", "ship/build.py", "ship/__init__.py", "cli/__init__.py"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("")
+    assert shared_file_names(root) == {
+        "build.py": ["bundler/cli/build.py", "bundler/ship/build.py"]
+    }
 
 
 def test_a_planted_long_function_is_found(tmp_path: Path) -> None:
@@ -255,3 +392,8 @@ def test_a_planted_long_function_is_found(tmp_path: Path) -> None:
     root.mkdir()
     (root / "big.py").write_text("def f():\n" + body)
     assert oversized(root) == ["bundler/big.py: f() 61 lines"]
+    methods = "".join(f"    def m{n}(self):\n        return {n}\n\n" for n in range(50))
+    (root / "big.py").write_text("class C:\n" + methods + "\n" * 248)  # a class of 150 lines
+    assert oversized(root) == []  # and a module of 399
+    (root / "big.py").write_text("class C:\n" + methods + "    x = 1\n" + "\n" * 248)
+    assert oversized(root) == ["bundler/big.py: 400 lines", "bundler/big.py: class C 152 lines"]

@@ -25,8 +25,10 @@ from pathlib import Path
 import pytest
 
 from bundler.errors import ConfigError, ExitCode
-from bundler.lock import LOCK_NAME, Lock, LockedFile, read_lock
-from bundler.render.engine import Templates, msbuild_escape, xml_text
+from bundler.lock import LOCK_NAME, Lock, LockedFile
+from bundler.lockfile import read_lock
+from bundler.render.engine import Templates
+from bundler.render.escaping import msbuild_escape, xml_text
 from bundler.render.msbuild_props import (
     PROPS_NAME,
     TARGETS_NAME,

@@ -32,16 +32,18 @@ from pathlib import Path
 import pytest
 
 from bundler.errors import ConfigError
-from bundler.lock import Lock, LockedFile, read_lock
-from bundler.render.engine import Templates, cmd_call_quoted, cmd_quoted, cmd_text
+from bundler.lock import Lock, LockedFile
+from bundler.lockfile import read_lock
+from bundler.render.engine import Templates
+from bundler.render.escaping import cmd_call_quoted, cmd_quoted, cmd_text
 from bundler.render.postbuild import (
     EVENT_NAME,
     PLACEHOLDER,
     POSTBUILD_NAME,
-    PostbuildSettings,
     postbuild_values,
     write_postbuild,
 )
+from bundler.render.render_settings import PostbuildSettings
 from tests.conftest import CPU, bundle_from_cache, hello_app, hello_cpu, require
 from tests.support.wine import Wine
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from bundler.cli.progress import progress_for
+from bundler.cli.progress import ProgressBars
 
 
 class Terminal(io.StringIO):
@@ -14,7 +14,7 @@ class Terminal(io.StringIO):
 
 def test_log_lines_every_ten_percent() -> None:
     out = io.StringIO()
-    report = progress_for("cudnn.whl", 1000, out)
+    report = ProgressBars(out)("cudnn.whl", 1000)
     assert report is not None
     for done in range(0, 1001, 25):
         report(done, 1000)
@@ -27,7 +27,7 @@ def test_log_lines_every_ten_percent() -> None:
 
 def test_unknown_size_prints_a_line_per_64_mb() -> None:
     out = io.StringIO()
-    report = progress_for("stream", None, out)
+    report = ProgressBars(out)("stream", None)
     assert report is not None
     for done in range(0, 200_000_001, 1_000_000):
         report(done, None)
@@ -41,7 +41,7 @@ def test_unknown_size_prints_a_line_per_64_mb() -> None:
 
 def test_terminal_bar_redraws_one_line_and_ends_it() -> None:
     out = Terminal()
-    report = progress_for("ort.zip", 2_000_000, out)
+    report = ProgressBars(out)("ort.zip", 2_000_000)
     assert report is not None
     report(0, 2_000_000)
     report(2_000_000, 2_000_000)
@@ -52,7 +52,7 @@ def test_terminal_bar_redraws_one_line_and_ends_it() -> None:
 
 def test_terminal_bar_without_a_size_shows_the_bytes() -> None:
     out = Terminal()
-    report = progress_for("stream", None, out)
+    report = ProgressBars(out)("stream", None)
     assert report is not None
     report(3_000_000, None)
     report(5_000_000, 5_000_000)
@@ -61,18 +61,19 @@ def test_terminal_bar_without_a_size_shows_the_bytes() -> None:
 
 def test_a_bar_draws_from_its_first_byte_and_a_failed_step_is_stopped() -> None:
     """rich's Progress hides the cursor and redirects stdout/stderr while it draws: a step that
-    fails never reaches 100 %, so the CLI stops what is still drawing (stop_all)."""
+    fails never reaches 100 %, so the CLI stops what its run's bars still draw (stop_all)."""
     import sys
-
-    from bundler.cli.progress import stop_all
 
     streams = (sys.stdout, sys.stderr)
     out = Terminal()
-    report = progress_for("planned.zip", 1000, out)
+    bars = ProgressBars(out)
+    report = bars("planned.zip", 1000)
     assert report is not None
     assert (sys.stdout, sys.stderr) == streams and out.getvalue() == ""  # nothing yet
     report(100, 1000)  # then the download fails
     assert "\x1b[?25l" in out.getvalue()  # the cursor is hidden while it draws
-    stop_all()
+    assert bars.live == [report]
+    bars.stop_all()
+    assert bars.live == []
     assert (sys.stdout, sys.stderr) == streams
     assert out.getvalue().endswith("\x1b[?25h")  # and shown again

@@ -87,7 +87,7 @@ def entry_bytes(text: str) -> bytes:
 RUN = """
 import json, sys
 from bundler.lock import Lock, LockedFile
-from bundler.acquire.cache import cache_root
+from bundler.cache_root import cache_root
 from bundler.render.engine import Templates
 from bundler.render.postbuild import SCRIPT_TEMPLATE, postbuild_values
 

@@ -18,8 +18,8 @@ import pytest
 from bundler.errors import ConfigError
 from bundler.lock import Lock, LockedFile
 from bundler.profiles import GpuDriver
-from bundler.render.engine import (
-    Templates,
+from bundler.render.engine import Templates
+from bundler.render.escaping import (
     inno_const,
     inno_directive,
     inno_literal,
@@ -27,7 +27,8 @@ from bundler.render.engine import (
     pascal_string,
     windows_path,
 )
-from bundler.render.iss import SPAN_ABOVE, IssSettings, app_id_for, iss_values, write_iss
+from bundler.render.iss import SPAN_ABOVE, app_id_for, iss_values, write_iss
+from bundler.render.render_settings import IssSettings
 from tests.conftest import bundle_from_cache as bundle
 from tests.conftest import hello_app, hello_cpu
 

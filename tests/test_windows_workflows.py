@@ -37,7 +37,7 @@ from typing import Any
 import pytest
 from filelock import FileLock
 
-from bundler.acquire.cache import file_sha256
+from bundler.digest import file_sha256
 from bundler.lock import LOCK_NAME
 from bundler.signatures import FINDING_CODES as SIGNATURE_CODES
 from tests.conftest import CPU, DIRECTML, GPU, HELLO, REPO, run_bundle, test_cache_dir
@@ -490,7 +490,7 @@ def test_scan_and_deps_of_the_built_folder(
 
 # --- the same result as on Linux ----------------------------------------------------------------
 
-# The lock file is written with LF line ends on every system (bundler/lock.py). Fields allowed
+# The lock file is written with LF line ends on every system (bundler/lockfile.py). Fields allowed
 # to differ between a Windows and a Linux build of the same inputs:
 # - mtime_ns of the files whose time is the file system's own (the app, bundle-doctor.exe):
 #   Windows keeps file times in 100 ns ticks (FILETIME), Linux in nanoseconds, so Windows reads

@@ -28,11 +28,13 @@ sys.path.insert(0, str(REPO))
 
 from bundler import resources  # noqa: E402
 from bundler.acquire.artifacts import AcquireOptions  # noqa: E402
-from bundler.acquire.cache import Cache, default_cache_dir  # noqa: E402
+from bundler.acquire.cache import Cache  # noqa: E402
 from bundler.acquire.download import DownloadPolicy  # noqa: E402
+from bundler.cache_root import default_cache_dir  # noqa: E402
 from bundler.errors import BundleError  # noqa: E402
 from bundler.profiles import load_profile_file  # noqa: E402
 from bundler.render.engine import write_text  # noqa: E402
+from bundler.reporter import Reporter  # noqa: E402
 from bundler.rules.derive import NewProfile, derive_profile  # noqa: E402
 from bundler.rules.derive.catalogue import PACKAGES, SINCE, differences, profile_facts  # noqa: E402
 from bundler.rules.derive.flavours import load_flavour  # noqa: E402
@@ -63,12 +65,16 @@ def derive_one(kind: str, release: str, cache: Cache, index: str) -> tuple[str, 
         command=f"bundle profiles new --ort {release} --flavour {'' if kind == 'gpu' else kind}",
         cuda_from_build=kind == "gpu",
     )
-    derived = derive_profile(request, cache, AcquireOptions(mode="pip", policy=policy), quiet)
+    derived = derive_profile(request, cache, AcquireOptions(mode="pip", policy=policy), QUIET)
     return derived.name, derived.text
 
 
-def quiet(label: str, total: int | None) -> None:
+def steps_only(label: str, total: int | None) -> None:
+    """Each step's label on stderr, no progress within it."""
     print(f"  {label}", file=sys.stderr, flush=True)
+
+
+QUIET = Reporter(progress=steps_only)
 
 
 def compare(name: str, text: str, write: bool) -> dict[str, object]:

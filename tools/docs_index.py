@@ -16,12 +16,11 @@ tests/test_docs_site.py keeps docs/index.md equal to what this renders.
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from generated_page import REPO, PageError, page_main
+
 README = REPO / "README.md"
 INDEX = REPO / "docs" / "index.md"
 
@@ -80,31 +79,14 @@ def render(readme: str, index: str) -> str:
     return SHARED.sub(replace, index)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("--write", action="store_true", help="write docs/index.md")
-    group.add_argument("--check", action="store_true", help="exit 1 if docs/index.md differs")
-    args = parser.parse_args()
-    current = INDEX.read_text(encoding="utf-8")
-    try:
-        page = render(README.read_text(encoding="utf-8"), current)
-    except SharedPartError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    if args.write:
-        INDEX.write_text(page, encoding="utf-8", newline="\n")
-        return 0
-    if args.check:
-        if current != page:
-            print(
-                "docs/index.md is out of date: run python tools/docs_index.py --write",
-                file=sys.stderr,
-            )
-            return 1
-        return 0
-    sys.stdout.write(page)
-    return 0
+def main(argv: list[str] | None = None) -> int:
+    def page() -> str:
+        try:
+            return render(README.read_text(encoding="utf-8"), INDEX.read_text(encoding="utf-8"))
+        except SharedPartError as exc:
+            raise PageError(str(exc)) from exc
+
+    return page_main("docs_index.py", __doc__.splitlines()[0], INDEX, page, argv)
 
 
 if __name__ == "__main__":

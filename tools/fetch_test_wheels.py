@@ -3,9 +3,10 @@
 The pins (package, version, wheel file, SHA-256) are read from the tested profiles in
 manifests/profiles/ (TESTED), so the tests use exactly what the profiles promise;
 `extra_wheels()` adds the wheels of releases no tested profile pins (the second release
-`bundle profiles new` is tested on). Wheels go to
-<cache>/wheels, DLLs and licence files to <cache>/extracted/<wheel stem>/ (a `.complete`
-marker makes re-runs free).
+`bundle profiles new` is tested on), `ep_wheels()` the execution-provider packs pinned in
+manifests/eps/ (issue 31). Wheels go to <cache>/wheels, DLLs and licence files to
+<cache>/extracted/<wheel stem>/ (every file of an EP pack's wheel: a pack needs its data files
+too); a `.complete` marker makes re-runs free.
 
     python tools/fetch_test_wheels.py [--cache DIR] [--search-args PROFILE]
 
@@ -19,16 +20,18 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
+import tomllib
 import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bundler.acquire.cache import file_sha256  # noqa: E402
 from bundler.acquire.sources import pip_download  # noqa: E402
+from bundler.digest import file_sha256  # noqa: E402
 from bundler.errors import BundleError  # noqa: E402
 from bundler.profiles import PipSource, available_profiles, load_profile  # noqa: E402
 
@@ -81,6 +84,40 @@ def extra_wheels() -> dict[str, PipSource]:
     return {source.wheel: source for source in sources}
 
 
+EP_MANIFESTS = REPO / "manifests" / "eps"
+# pip download of a py3-none wheel: bundle's pip source asks for --python-version 3, which pip
+# reads as Python 3.0 and so refuses every EP wheel (they declare Requires-Python >= 3.8, 3.10
+# and 3.11). Their wheels are fetched for this Python instead, pip still enforcing the hash.
+EP_PYTHON_VERSION = "3.12"
+
+
+def ep_wheels() -> dict[str, PipSource]:
+    """The wheels of the execution-provider packs: each manifests/eps/*.toml's [source] pin."""
+    wheels: dict[str, PipSource] = {}
+    for path in sorted(EP_MANIFESTS.glob("*.toml")):
+        pin = tomllib.loads(path.read_text(encoding="utf-8"))["source"]
+        source = PipSource(pin["package"], pin["version"], pin["wheel"], pin["sha256"])
+        wheels[source.wheel] = source
+    return wheels
+
+
+def pip_download_py3(source: PipSource, folder: Path) -> Path:
+    """`pip download` of a py3-none wheel for EP_PYTHON_VERSION, pip enforcing the hash."""
+    requirements = folder / "requirements.txt"
+    requirements.write_text(f"{source.package}=={source.version} --hash=sha256:{source.sha256}\n")
+    command = [
+        sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+        "--require-hashes", "--progress-bar", "off", "--disable-pip-version-check",
+        "--platform", "win_amd64", "--python-version", EP_PYTHON_VERSION,
+        "-r", str(requirements), "-d", str(folder),
+    ]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0 or not (folder / source.wheel).is_file():
+        last = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        sys.exit(f"pip download {source.package}=={source.version} failed: {last}")
+    return folder / source.wheel
+
+
 def download(source: PipSource, wheels: Path) -> Path:
     """The pinned wheel, through bundle's own pip source (pip enforces the pinned hash)."""
     target = wheels / source.wheel
@@ -89,13 +126,18 @@ def download(source: PipSource, wheels: Path) -> Path:
     print(f"pip download {source.package}=={source.version}", flush=True)
     with tempfile.TemporaryDirectory(dir=wheels) as folder:
         try:
-            os.replace(pip_download(source, Path(folder)), target)
+            if source.wheel in ep_wheels():
+                os.replace(pip_download_py3(source, Path(folder)), target)
+            else:
+                os.replace(pip_download(source, Path(folder)), target)
         except BundleError as error:
             sys.exit(str(error))
     return target
 
 
-def extract(wheel: Path, extracted: Path) -> Path:
+def extract(wheel: Path, extracted: Path, everything: bool = False) -> Path:
+    """The wheel's DLLs and licence files (with `everything`, all of its files) under
+    extracted/<wheel stem>/."""
     out = extracted / wheel.name.removesuffix(".whl")
     marker = out / ".complete"
     if marker.is_file():
@@ -103,7 +145,8 @@ def extract(wheel: Path, extracted: Path) -> Path:
     with zipfile.ZipFile(wheel) as archive:
         for member in archive.infolist():
             lower = member.filename.lower()
-            if lower.endswith(KEEP_SUFFIXES) or any(word in lower for word in KEEP_WORDS):
+            keep = lower.endswith(KEEP_SUFFIXES) or any(word in lower for word in KEEP_WORDS)
+            if everything or keep:
                 archive.extract(member, out)
     marker.write_text(file_sha256(wheel))
     return out
@@ -127,8 +170,11 @@ def main() -> None:
     extracted.mkdir(parents=True, exist_ok=True)
     log = sys.stderr if args.search_args else sys.stdout
     folders: dict[str, Path] = {}
-    for source in [*pinned_wheels().values(), *extra_wheels().values()]:
-        folders[source.wheel] = dll_folder(extract(download(source, wheels), extracted))
+    packs = ep_wheels()
+    for source in [*pinned_wheels().values(), *extra_wheels().values(), *packs.values()]:
+        everything = source.wheel in packs
+        folder = extract(download(source, wheels), extracted, everything)
+        folders[source.wheel] = dll_folder(folder)
         print(f"ok {source.wheel} -> {folders[source.wheel]}", file=log, flush=True)
     if args.search_args:
         profile = load_profile(args.search_args)

@@ -27,10 +27,10 @@ sys.path.insert(0, str(REPO / "tools"))
 from fetch_test_wheels import default_cache, download, extract  # noqa: E402
 
 from bundler.pe import read_pe  # noqa: E402
+from bundler.profile_loads import RecordedFile  # noqa: E402
 from bundler.profiles import (  # noqa: E402
     PipSource,
     Profile,
-    RecordedFile,
     available_profiles,
     load_profile_file,
     matches,

@@ -14,7 +14,6 @@ tests/test_docs.py keeps docs/usage.md equal to what this renders.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Iterator
@@ -32,6 +31,7 @@ sys.path.insert(0, str(REPO))
 
 import typer  # noqa: E402
 import typer.core  # noqa: E402
+from generated_page import page_main  # noqa: E402
 
 # The environment variable is read when typer.core is first imported; switch rich off here too
 # in case it already was (typer >= 0.16 has HAS_RICH, older releases test the `rich` module).
@@ -86,30 +86,7 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--write", action="store_true", help=f"write {USAGE_MD.relative_to(REPO)}")
-    mode.add_argument(
-        "--check",
-        action="store_true",
-        help=f"exit 1 when {USAGE_MD.relative_to(REPO)} differs from the CLI's help",
-    )
-    args = parser.parse_args(argv)
-    page = render()
-    if args.write:
-        USAGE_MD.write_text(page, encoding="utf-8")
-        return 0
-    if args.check:
-        current = USAGE_MD.read_text(encoding="utf-8") if USAGE_MD.is_file() else None
-        if current != page:
-            print(
-                f"{USAGE_MD.relative_to(REPO)} is out of date: run python tools/usage.py --write",
-                file=sys.stderr,
-            )
-            return 1
-        return 0
-    sys.stdout.write(page)
-    return 0
+    return page_main("usage.py", __doc__.splitlines()[0], USAGE_MD, render, argv)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
 """Act layer: the content-addressed download cache.
 
-Layout under the cache root (`--cache-dir`, else $BUNDLE_CACHE_DIR, else the platform cache folder):
+Layout under the cache root (`--cache-dir`, else $BUNDLE_CACHE_DIR, else the platform cache folder,
+bundler.cache_root):
 
     blobs/sha256/<hash>         verified archives, named by their SHA-256
-    blobs/sha256/<hash>.json    what the blob was called and where it came from
+    blobs/sha256/<hash>.json    what the blob was called and where it came from (BlobIndex)
     extracted/<hash>/           the members bundle needs, extracted once per archive
+    extracted/<hash>/.hashes.json  the members' hashes, by size and time (HashMemo)
     tmp/                        partial downloads (*.part), resumed by the next run
     locks/<hash>.lock           one writer per blob, across processes
 
@@ -16,125 +18,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack, contextmanager, suppress
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
 
 from bundler import files
-from bundler.errors import BusyError, IntegrityError, OutputError
-from bundler.notes import note
-from bundler.settings import env_number
-
-HASH_BLOCK = 1 << 20
-LOCK_TIMEOUT_ENV = "BUNDLE_LOCK_TIMEOUT"
-WAIT_NOTICE = 1.0  # seconds a lock is waited for before file_lock says so
-
-
-CACHE_ENV = "BUNDLE_CACHE_DIR"
-
-
-def cache_root(flag: Path | None) -> Path:
-    """The cache folder of one command: its --cache-dir (`flag`), else $BUNDLE_CACHE_DIR, else
-    the platform's per-user cache folder. Each command resolves it once and passes it down
-    (Cache, the templates' caches, the audit's Wine prefix); nothing remembers it elsewhere."""
-    return flag or env_cache_dir() or platform_cache_dir()
-
-
-def default_cache_dir() -> Path:
-    """The cache folder without a --cache-dir: $BUNDLE_CACHE_DIR, else the platform's."""
-    return cache_root(None)
-
-
-def env_cache_dir() -> Path | None:
-    """$BUNDLE_CACHE_DIR, when set and not blank."""
-    configured = os.environ.get(CACHE_ENV, "").strip()
-    return Path(configured) if configured else None
-
-
-def platform_cache_dir() -> Path:
-    """The platform's per-user cache folder (platformdirs: $XDG_CACHE_HOME/bundle or
-    ~/.cache/bundle, %LOCALAPPDATA%\\bundle\\Cache on Windows, ~/Library/Caches/bundle on
-    macOS)."""
-    from platformdirs import user_cache_path
-
-    return user_cache_path("bundle", appauthor=False)
-
-
-def file_sha256(path: Path) -> str:
-    """One pass, into one reused buffer. hashlib and the reads release the GIL, so several
-    threads hash several files at the speed of several cores."""
-    digest = hashlib.sha256()
-    buffer = bytearray(HASH_BLOCK)
-    view = memoryview(buffer)
-    with path.open("rb", buffering=0) as handle:
-        while count := handle.readinto(buffer):
-            digest.update(view[:count])
-    return digest.hexdigest()
-
-
-def files_sha256(paths: Sequence[Path]) -> list[str]:
-    """file_sha256 of every path, each file on its own thread: with more files than cores the
-    kernel shares the cores out, so the pass ends after max(largest file, total / cores) of
-    hashing time instead of the sum (benchmarks/README.md, P5)."""
-    if len(paths) <= 1:
-        return [file_sha256(path) for path in paths]
-    with ThreadPoolExecutor(max_workers=min(len(paths), 16)) as pool:
-        return list(pool.map(file_sha256, paths))
-
-
-def lock_timeout() -> float | None:
-    """$BUNDLE_LOCK_TIMEOUT: seconds to wait for another bundle process's lock; unset, wait as
-    long as it takes (that process is downloading or writing what this one needs)."""
-    return env_number(LOCK_TIMEOUT_ENV, "seconds", "600")
-
-
-@contextmanager
-def file_lock(path: Path, what: str, *, remove: bool = False) -> Iterator[None]:
-    """An exclusive lock across processes (filelock: flock on Unix, LockFileEx on Windows),
-    held while the block runs. Another holder makes this one wait, saying so on stderr after
-    a second, for up to $BUNDLE_LOCK_TIMEOUT (BusyError).
-
-    With `remove` the lock file is deleted before release, so it leaves no trace (an output
-    folder must hold only what builds put there). A waiter that then locks the deleted file
-    sees it has no name left and opens the path again (filelock >= 3.20.4), so two holders
-    never overlap; on Windows the file cannot be deleted while open and filelock removes it
-    on release."""
-    from filelock import FileLock, Timeout
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(path)
-    limit = lock_timeout()
-    try:
-        lock.acquire(timeout=WAIT_NOTICE if limit is None else min(limit, WAIT_NOTICE))
-    except Timeout:
-        if limit is not None and limit <= WAIT_NOTICE:
-            raise _busy(path, what, limit) from None
-        note(f"bundle: waiting for {what}: another bundle process holds {path}")
-        try:
-            lock.acquire(timeout=-1 if limit is None else limit - WAIT_NOTICE)
-        except Timeout:
-            raise _busy(path, what, limit) from None
-    try:
-        yield
-    finally:
-        if remove:
-            with suppress(OSError):  # while still held: see the docstring
-                path.unlink(missing_ok=True)
-        lock.release()
-
-
-def _busy(path: Path, what: str, limit: float | None) -> BusyError:
-    return BusyError(
-        f"{path}: another bundle process still holds it after {limit:g} s ({what}); let it "
-        f"finish, or raise ${LOCK_TIMEOUT_ENV} (unset: wait as long as it takes)."
-    )
+from bundler.acquire.hash_memo import HashMemo
+from bundler.digest import HASH_BLOCK, file_sha256, files_sha256
+from bundler.errors import IntegrityError, OutputError
+from bundler.file_locks import file_lock
+from bundler.reporter import SILENT, Reporter
 
 
 @dataclass(frozen=True)
@@ -147,51 +45,84 @@ class CacheEntry:
     added: str
 
 
-class Cache:
-    """The content-addressed download cache under `root`."""
+class BlobIndex:
+    """The record beside each blob (`<hash>.json`): every name it was fetched as, every origin,
+    and when it was first added. Records only grow: a second origin of the same bytes joins the
+    first."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.blobs = root / "blobs" / "sha256"
-        self.extract_root = root / "extracted"
-        self.tmp = root / "tmp"
-        self._memos: dict[str, dict[str, list[str | int]]] = {}  # .hashes.json, read once
+    def __init__(self, blobs: Path, write_error: Callable[[OSError], OutputError]) -> None:
+        self.blobs = blobs
+        self.write_error = write_error
 
-    def prepare(self) -> None:
+    def remember(self, sha256: str, name: str, origin: str) -> None:
+        record = self.record(sha256)
+        record["names"] = sorted(set(record.get("names", [])) | {name})
+        record["origins"] = sorted(set(record.get("origins", [])) | {origin})
+        record.setdefault("added", datetime.now(UTC).isoformat(timespec="seconds"))
+        temp = self.blobs / f".{sha256}.json.tmp"
         try:
-            for folder in (self.blobs, self.extract_root, self.tmp):
-                folder.mkdir(parents=True, exist_ok=True)
+            temp.write_text(json.dumps(record, indent=2))
+            files.replace(temp, self.blobs / f"{sha256}.json")
         except OSError as exc:
+            temp.unlink(missing_ok=True)
             raise self.write_error(exc) from exc
 
-    def blob(self, sha256: str) -> Path:
-        return self.blobs / sha256
+    def record(self, sha256: str) -> dict[str, list[str] | str]:
+        path = self.blobs / f"{sha256}.json"
+        try:
+            data = json.loads(path.read_text())
+            return data if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            return {}
 
-    @contextmanager
-    def lock(self, sha256: str, what: str) -> Iterator[None]:
-        """One writer per blob (download or extraction) across processes."""
-        with ExitStack() as held:
-            try:
-                held.enter_context(file_lock(self.root / "locks" / f"{sha256}.lock", what))
-            except OSError as exc:
-                raise self.write_error(exc) from exc
-            yield
+    def entries(self) -> list[CacheEntry]:
+        if not self.blobs.is_dir():
+            return []
+        found = []
+        for path in sorted(self.blobs.iterdir()):
+            if path.suffix or path.name.startswith("."):
+                continue
+            record = self.record(path.name)
+            found.append(
+                CacheEntry(
+                    sha256=path.name,
+                    path=path,
+                    size=path.stat().st_size,
+                    names=tuple(record.get("names", ())),
+                    origins=tuple(record.get("origins", ())),
+                    added=str(record.get("added", "")),
+                )
+            )
+        return found
+
+
+class BlobChecks:
+    """A stored blob checked against its pin: the cheap size check of every hit, the re-hash
+    of --verify (many blobs at once), and the removal of a damaged blob with its extracted
+    tree, so that the next run fetches it anew."""
+
+    def __init__(self, blobs: Path, extract_root: Path) -> None:
+        self.blobs = blobs
+        self.extract_root = extract_root
+
+    def _blob(self, sha256: str) -> Path:
+        return self.blobs / sha256
 
     def lookup(self, sha256: str, size: int | None = None, verify: bool = False) -> Path | None:
         """The verified blob, or None. A blob whose size or (with verify) hash is wrong was
         damaged after it was stored: it is removed and IntegrityError says so."""
-        path = self.blob(sha256)
+        path = self._blob(sha256)
         if not path.is_file():
             return None
         actual_size = path.stat().st_size
         if size is not None and actual_size != size:
-            self._discard(sha256)
+            self.discard(sha256)
             raise IntegrityError(
                 f"cached {path} has {actual_size:,} bytes, the pin says {size:,}; "
                 "it was removed: run the command again to fetch it anew."
             )
         if verify and (actual := file_sha256(path)) != sha256:
-            self._discard(sha256)
+            self.discard(sha256)
             raise IntegrityError(
                 f"cached {path} has SHA-256 {actual}, expected {sha256}; "
                 "it was removed: run the command again to fetch it anew."
@@ -210,21 +141,70 @@ class Cache:
                     present.append(sha256)
             except IntegrityError as error:
                 damaged[sha256] = str(error)
-        actual = files_sha256([self.blob(sha256) for sha256 in present])
+        actual = files_sha256([self._blob(sha256) for sha256 in present])
         for sha256, found in zip(present, actual, strict=True):
             if found != sha256:
-                self._discard(sha256)
+                self.discard(sha256)
                 damaged[sha256] = (
-                    f"cached {self.blob(sha256)} had SHA-256 {found}, expected {sha256}; "
+                    f"cached {self._blob(sha256)} had SHA-256 {found}, expected {sha256}; "
                     "it was removed"
                 )
         return damaged
+
+    def discard(self, sha256: str) -> None:
+        self._blob(sha256).unlink(missing_ok=True)
+        shutil.rmtree(self.extract_root / sha256, ignore_errors=True)
+
+
+class Cache:
+    """The content-addressed download cache under `root`: its layout, locks and intake here;
+    the checks of stored blobs (`checks`), their records (`index`) and the hashes of extracted
+    members (`memo`) in pieces of their own."""
+
+    def __init__(self, root: Path, report: Reporter = SILENT) -> None:
+        self.root, self.report = root, report
+        self.blobs = root / "blobs" / "sha256"
+        self.extract_root = root / "extracted"
+        self.tmp = root / "tmp"
+        self.checks = BlobChecks(self.blobs, self.extract_root)
+        self.index = BlobIndex(self.blobs, self.write_error)
+        self.memo = HashMemo(self.extract_root, self.write_error)
+
+    def prepare(self) -> None:
+        try:
+            for folder in (self.blobs, self.extract_root, self.tmp):
+                folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise self.write_error(exc) from exc
+
+    def blob(self, sha256: str) -> Path:
+        return self.blobs / sha256
+
+    @contextmanager
+    def lock(self, sha256: str, what: str) -> Iterator[None]:
+        """One writer per blob (download or extraction) across processes."""
+        with ExitStack() as held:
+            try:
+                held.enter_context(
+                    file_lock(self.root / "locks" / f"{sha256}.lock", what, self.report.note)
+                )
+            except OSError as exc:
+                raise self.write_error(exc) from exc
+            yield
+
+    def lookup(self, sha256: str, size: int | None = None, verify: bool = False) -> Path | None:
+        """The verified blob, or None (BlobChecks.lookup)."""
+        return self.checks.lookup(sha256, size, verify)
+
+    def verify(self, blobs: Sequence[tuple[str, int | None]]) -> dict[str, str]:
+        """Re-hash several blobs in parallel (BlobChecks.verify)."""
+        return self.checks.verify(blobs)
 
     def add(self, verified: Path, sha256: str, name: str, origin: str) -> Path:
         """Move an already verified file (in the cache's filesystem) into the store."""
         target = self.blob(sha256)
         files.replace(verified, target)
-        self.remember(sha256, name, origin)
+        self.index.remember(sha256, name, origin)
         return target
 
     def import_copy(self, source: Path, sha256: str, name: str, origin: str) -> Path:
@@ -264,46 +244,8 @@ class Cache:
             "$BUNDLE_CACHE_DIR), then run it again."
         )
 
-    def remember(self, sha256: str, name: str, origin: str) -> None:
-        record = self._record(sha256)
-        record["names"] = sorted(set(record.get("names", [])) | {name})
-        record["origins"] = sorted(set(record.get("origins", [])) | {origin})
-        record.setdefault("added", datetime.now(UTC).isoformat(timespec="seconds"))
-        temp = self.blobs / f".{sha256}.json.tmp"
-        try:
-            temp.write_text(json.dumps(record, indent=2))
-            files.replace(temp, self.blobs / f"{sha256}.json")
-        except OSError as exc:
-            temp.unlink(missing_ok=True)
-            raise self.write_error(exc) from exc
-
-    def _record(self, sha256: str) -> dict[str, list[str] | str]:
-        path = self.blobs / f"{sha256}.json"
-        try:
-            data = json.loads(path.read_text())
-            return data if isinstance(data, dict) else {}
-        except (OSError, ValueError):
-            return {}
-
     def entries(self) -> list[CacheEntry]:
-        if not self.blobs.is_dir():
-            return []
-        found = []
-        for path in sorted(self.blobs.iterdir()):
-            if path.suffix or path.name.startswith("."):
-                continue
-            record = self._record(path.name)
-            found.append(
-                CacheEntry(
-                    sha256=path.name,
-                    path=path,
-                    size=path.stat().st_size,
-                    names=tuple(record.get("names", ())),
-                    origins=tuple(record.get("origins", ())),
-                    added=str(record.get("added", "")),
-                )
-            )
-        return found
+        return self.index.entries()
 
     def clean(self, everything: bool = False) -> int:
         """Remove partial downloads, extracted trees and kept templates (and with everything,
@@ -317,39 +259,9 @@ class Cache:
                 shutil.rmtree(folder)
         return freed
 
-    def _discard(self, sha256: str) -> None:
-        self.blob(sha256).unlink(missing_ok=True)
-        shutil.rmtree(self.extract_root / sha256, ignore_errors=True)
-
     def known_hash(self, archive_sha256: str, member: str, path: Path) -> str | None:
         """The SHA-256 of an extracted member, if an earlier build hashed this very file."""
-        record = self._hashes(archive_sha256).get(member)
-        stat = path.stat()
-        if record and record[1:] == [stat.st_size, stat.st_mtime_ns]:
-            return str(record[0])
-        return None
+        return self.memo.known_hash(archive_sha256, member, path)
 
     def remember_hash(self, archive_sha256: str, member: str, path: Path, sha256: str) -> None:
-        self._memos.pop(archive_sha256, None)  # re-read: keep what other processes added
-        hashes = self._hashes(archive_sha256)
-        stat = path.stat()
-        hashes[member] = [sha256, stat.st_size, stat.st_mtime_ns]
-        memo = self.extract_root / archive_sha256 / ".hashes.json"
-        temp = memo.with_name(f".hashes.{os.getpid()}.tmp")
-        try:
-            temp.write_text(json.dumps(hashes, indent=1, sort_keys=True))
-            files.replace(temp, memo)
-        except OSError as exc:
-            temp.unlink(missing_ok=True)
-            raise self.write_error(exc) from exc
-
-    def _hashes(self, archive_sha256: str) -> dict[str, list[str | int]]:
-        """The memo of one tree, read once per Cache object (a build asks for every member)."""
-        if archive_sha256 not in self._memos:
-            memo = self.extract_root / archive_sha256 / ".hashes.json"
-            try:
-                data = json.loads(memo.read_text())
-            except (OSError, ValueError):
-                data = {}
-            self._memos[archive_sha256] = data if isinstance(data, dict) else {}
-        return self._memos[archive_sha256]
+        self.memo.remember_hash(archive_sha256, member, path, sha256)

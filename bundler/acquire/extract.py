@@ -8,7 +8,8 @@ built in a temp folder beside it and renamed into place, so a killed run never l
 that looks complete, and a second run does no work at all.
 
 Every member of the archive is validated before anything is written (absolute paths, drive
-letters, "..", symlinks, absurd declared sizes): one unsafe member refuses the whole archive.
+letters, "..", symlinks, absurd declared sizes: bundler.acquire.archive_entries): one unsafe
+member refuses the whole archive.
 Zip members are inflated by our own streaming loop rather than `ZipFile.open`, because zipfile
 silently truncates a member that inflates past its declared size; here that is an error.
 
@@ -26,43 +27,28 @@ import os
 import re
 import secrets
 import shutil
-import stat
 import tempfile
-import zipfile
 from collections.abc import Collection, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TypeGuard
 
-from bundler.acquire.download import ProgressCallback
-from bundler.acquire.unpack import (
-    _LOCAL_SIGNATURE,
-    DEFLATE_MAX_RATIO,
-    MAX_MEMBER_BYTES,
-    WORKERS,
-    Unpacking,
-    _corrupt,
-    _corruption_is_archive_error,
-    _inflate_zip,
-    _Member,
-    _py7zr,
-    _py7zr_errors,
-    _unpack_sevenzip,
-    _unsafe,
-    _write_members,
+from bundler.acquire.archive_entries import (
+    Member,
+    archive_format,
+    sevenzip_entries,
+    unsafe_member,
+    zip_entries,
 )
-from bundler.errors import ArchiveError, InputFileError
+from bundler.acquire.unpack import WORKERS, Unpacking, write_members
+from bundler.errors import InputFileError
+from bundler.progress_meter import ProgressCallback
 
-FORMATS = (".zip", ".whl", ".7z")
 MARKER = ".complete"
 LICENCE_WORDS = ("license", "licence", "eula", "notice")
 
-_SEVENZIP_MAGIC = b"7z\xbc\xaf\x27\x1c"
-_MAGIC = {_LOCAL_SIGNATURE: ".zip", b"PK\x05\x06": ".zip", _SEVENZIP_MAGIC: ".7z"}
-_DRIVE = re.compile(r"[A-Za-z]:")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-_REPARSE_POINT = 0x400  # stat.FILE_ATTRIBUTE_REPARSE_POINT, which typeshed has on Windows only
 
 
 def sdk_member(name: str) -> bool:
@@ -188,7 +174,7 @@ def extract_all(
                 jobs.append(job)
             results.append(found)
         unpacking = [Unpacking(job.archive, job.tree, job.members, job.sevenzip) for job in jobs]
-        _write_members(unpacking, workers, progress)
+        write_members(unpacking, workers, progress)
         finished = iter([_finish(job) for job in jobs])
     return [found if found is not None else next(finished) for found in results]
 
@@ -200,7 +186,7 @@ class _Job:
     archive: Path
     target: Path  # <extract_root>/<sha256>
     tree: Path  # the temp folder beside target, renamed to it when complete
-    members: list[_Member]
+    members: list[Member]
     selection: Selection
     sevenzip: bool
 
@@ -226,8 +212,8 @@ def _plan_job(request: Request, extract_root: Path) -> _Job:
         selection = selection.union(recorded.selection)
     if not archive.is_file():
         raise InputFileError(f"{archive}: archive not found; download it again.")
-    sevenzip = _format_of(archive) == ".7z"
-    entries = _sevenzip_entries(archive) if sevenzip else _zip_entries(archive)
+    sevenzip = archive_format(archive) == ".7z"
+    entries = sevenzip_entries(archive) if sevenzip else zip_entries(archive)
     members = _select(archive, entries, selection)
     target.parent.mkdir(parents=True, exist_ok=True)
     tree = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent))
@@ -242,22 +228,6 @@ def is_extracted(
     return recorded is not None and recorded.selection.covers(_selection(licence_names, sdk))
 
 
-def unpack_all(archive: Path, tree: Path, workers: int = 4) -> tuple[str, ...]:
-    """Every file of `archive` into the existing folder `tree`, with extract()'s safety checks
-    (no absolute, "..", link or size-lying member) but no selection: `bundle audit` judges an
-    archive exactly as shipped, odd files included. Returns the members' tree paths, sorted."""
-    sevenzip = _format_of(archive) == ".7z"
-    members = _sevenzip_entries(archive) if sevenzip else _zip_entries(archive)
-    try:
-        if sevenzip:
-            _unpack_sevenzip(archive, members, tree)
-        else:
-            _inflate_zip(archive, members, tree, workers)
-    except OSError as exc:  # e.g. a member that is also another member's folder
-        raise _corrupt(archive, None, exc) from None
-    return tuple(sorted(member.path for member in members))
-
-
 def _basename(name: str) -> str:
     return name.replace("\\", "/").rsplit("/", 1)[-1].lower()
 
@@ -270,135 +240,22 @@ def _cache_key(sha256: str) -> str:
     return key
 
 
-def _format_of(archive: Path) -> str:
-    """The suffix decides; a path without one (a content-addressed blob, blobs/sha256/<hash>)
-    is recognised by its first bytes instead."""
-    suffix = archive.suffix.lower()
-    if suffix in FORMATS:
-        return suffix
-    if not suffix:
-        with archive.open("rb") as handle:
-            start = handle.read(len(_SEVENZIP_MAGIC))
-        for magic, sniffed in _MAGIC.items():
-            if start.startswith(magic):
-                return sniffed
-    shown = archive.suffix or "no suffix, and not zip or 7z bytes"
-    raise ArchiveError(
-        f"{archive}: unsupported archive format ({shown}); "
-        f"bundle extracts {', '.join(FORMATS)} archives."
-    )
-
-
-# --- validation: every entry, before anything is written -------------------------------------
-
-
-def _path_problem(name: str) -> str | None:
-    """Why a member name could land outside the tree (on Linux or on Windows), or None."""
-    posix = name.replace("\\", "/")
-    if posix.startswith("/"):
-        return "absolute path"
-    if _DRIVE.match(posix):
-        return "Windows drive path"
-    if ":" in posix:
-        return "':' in its name, an NTFS stream or drive on Windows"
-    if ".." in posix.split("/"):
-        return "'..' in its path"
-    return None
-
-
-def _tree_path(name: str) -> str:
-    return "/".join(part for part in name.replace("\\", "/").split("/") if part not in ("", "."))
-
-
-def _zip_size_problem(info: zipfile.ZipInfo) -> str | None:
-    """A declared size no honest archive has: refused up front, before it can fill a disk."""
-    if info.file_size > MAX_MEMBER_BYTES:
-        return f"declares {info.file_size} bytes, more than {MAX_MEMBER_BYTES}"
-    if info.compress_type == zipfile.ZIP_STORED and info.file_size > info.compress_size:
-        return f"stored, declares {info.file_size} bytes but holds {info.compress_size}"
-    if (
-        info.compress_type == zipfile.ZIP_DEFLATED
-        and info.file_size > info.compress_size * DEFLATE_MAX_RATIO
-    ):
-        return (
-            f"declares {info.file_size} bytes from {info.compress_size} deflated bytes, "
-            "more than deflate can produce"
-        )
-    return None
-
-
-def _zip_entries(archive: Path) -> list[_Member]:
-    """All file entries of a zip or wheel; raises on the first unsafe one."""
-    with _corruption_is_archive_error(archive), zipfile.ZipFile(archive) as handle:
-        infos = handle.infolist()
-    for info in infos:
-        problem = _path_problem(info.filename)
-        if problem is None and stat.S_ISLNK(info.external_attr >> 16):
-            problem = "symbolic link"
-        problem = problem or _zip_size_problem(info)
-        if problem is not None:
-            raise _unsafe(archive, info.filename, problem)
-    return [
-        _Member(info.filename, _tree_path(info.filename), info.file_size, info)
-        for info in infos
-        if not info.is_dir()
-    ]
-
-
-def _sevenzip_entries(archive: Path) -> list[_Member]:
-    """All file entries of a 7z; raises on the first unsafe one. py7zr already turned
-    backslashes into slashes; its FileInfo refuses an entry that is both a folder and a link
-    with ValueError, which is a damaged (or hostile) header like any other.
-
-    A link is recorded two ways: p7zip and py7zr put S_IFLNK in the unix extension (the
-    attribute word's high half), 7-Zip for Windows sets FILE_ATTRIBUTE_REPARSE_POINT. py7zr's
-    is_symlink sees either, but trusts a unix extension that says "regular file" over the
-    reparse bit, which 7-Zip for Windows would restore as a link: the bit alone refuses."""
-    with (
-        _corruption_is_archive_error(archive, also=(ValueError, *_py7zr_errors())),
-        _py7zr().SevenZipFile(archive, mode="r") as handle,
-    ):
-        infos = handle.list()
-        reparse = {
-            member.filename
-            for member in handle.files
-            if (member.file_properties().get("attributes") or 0) & _REPARSE_POINT
-        }
-    for info in infos:
-        problem = _path_problem(info.filename)
-        if problem is None and info.is_symlink:
-            problem = "symbolic link"
-        if problem is None and info.filename in reparse:
-            problem = "reparse point: a symbolic link or junction on Windows"
-        if problem is None and not (info.is_file or info.is_directory):
-            problem = "special file: junction, socket or device"
-        if problem is None and info.uncompressed > MAX_MEMBER_BYTES:
-            problem = f"declares {info.uncompressed} bytes, more than {MAX_MEMBER_BYTES}"
-        if problem is not None:
-            raise _unsafe(archive, info.filename, problem)
-    return [
-        _Member(info.filename, _tree_path(info.filename), info.uncompressed)
-        for info in infos
-        if not info.is_directory
-    ]
-
-
-def _select(archive: Path, entries: list[_Member], selection: Selection) -> list[_Member]:
+def _select(archive: Path, entries: list[Member], selection: Selection) -> list[Member]:
     """The wanted entries, refusing two that would be the same file on Windows (where the
     tree is deployed, names are case-insensitive) or a file that is also another's folder."""
     wanted = [entry for entry in entries if selection.wants(entry.name)]
     seen: dict[str, str] = {}
     for member in wanted:
         if not member.path:
-            raise _unsafe(archive, member.name, "empty path")
+            raise unsafe_member(archive, member.name, "empty path")
         key = member.path.lower()
         if key in seen:
-            raise _unsafe(archive, member.name, f"same file as {seen[key]!r} on Windows")
+            raise unsafe_member(archive, member.name, f"same file as {seen[key]!r} on Windows")
         seen[key] = member.name
     folders = {str(parent).lower() for m in wanted for parent in PurePosixPath(m.path).parents}
     for member in wanted:
         if member.path.lower() in folders:
-            raise _unsafe(archive, member.name, "both a file and a folder")
+            raise unsafe_member(archive, member.name, "both a file and a folder")
     return wanted
 
 

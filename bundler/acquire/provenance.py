@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from bundler.acquire.artifacts import Acquired
+from bundler.acquire.acquired import Acquired
 from bundler.plan import Plan, PlanFile, Status
 
 

@@ -1,6 +1,6 @@
 """Act layer: the two sources that are not a URL: `pip download` of a pinned wheel (pip
-enforcing the hash), and a local install found through an environment variable, checked file
-by file."""
+enforcing the hash), and a local install (found through an environment variable, or a --search
+folder), checked file by file."""
 
 from __future__ import annotations
 
@@ -8,8 +8,11 @@ import errno
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
+from bundler.acquire.acquired import Acquired
+from bundler.acquire.source_choice import SourceSkipped
 from bundler.errors import FetchError, InputFileError, IntegrityError
 from bundler.pe import format_version, read_pe
 from bundler.profiles import (
@@ -63,6 +66,28 @@ def _wheel_target(wheel: str) -> list[str]:
     else:
         args += ["--python-version", "3"]
     return args
+
+
+def local_install(
+    artifact: Artifact,
+    folders: Sequence[Path],
+    machine: str,
+    skipped: tuple[str, ...],
+    source: DirSource | None = None,
+) -> Acquired:
+    """A local install: the first of `folders` accepted by name, machine type and file-version
+    range (those of `source`, else of the artifact's first dir source)."""
+    ranges = source or next((s for s in artifact.sources if isinstance(s, DirSource)), None)
+    reasons = []
+    for folder in folders:
+        problem = check_local_folder(folder, artifact, ranges, machine)
+        if problem is None:
+            return Acquired(
+                artifact.name, artifact.version, "dir", str(folder), str(folder), None, None,
+                None, True, folder, (folder,), skipped,
+            )  # fmt: skip
+        reasons.append(problem)
+    raise SourceSkipped("; ".join(reasons))
 
 
 def check_local_folder(

@@ -1,12 +1,12 @@
 """Act layer: writing the members of one archive to disk, each checked as it is written: never
 more bytes than its header declares, then exact size and CRC (zip, inflated with ISA-L where it
-is installed, else zlib), or py7zr's own pass over a 7z; member times kept."""
+is installed, else zlib), or py7zr's own pass over a 7z; member times kept. `write_members`
+writes what extract() selected; `unpack_all` every member, for the audit."""
 
 from __future__ import annotations
 
 import calendar
 import collections
-import lzma
 import os
 import struct
 import threading
@@ -14,52 +14,36 @@ import zipfile
 import zlib
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
-from typing import Any, BinaryIO, Protocol
+from typing import BinaryIO, Protocol
 
-from bundler.acquire.download import ProgressCallback, ProgressMeter
+from bundler.acquire.archive_entries import (
+    LOCAL_SIGNATURE,
+    Member,
+    archive_format,
+    corrupt_archive,
+    corruption_is_archive_error,
+    deflate,
+    py7zr_errors,
+    py7zr_module,
+    sevenzip_entries,
+    unsafe_member,
+    zip_entries,
+)
 from bundler.errors import ArchiveError
-
-_deflate: ModuleType = zlib  # zlib's interface: decompressobj, crc32, error
-try:  # ISA-L's inflate: ~2x zlib's speed on the pinned wheels (benchmarks/README.md, P4)
-    from isal import isal_zlib
-
-    _deflate = isal_zlib
-except ImportError:  # a platform without an isal wheel: zlib, the same checks
-    pass
+from bundler.progress_meter import ProgressCallback, ProgressMeter
 
 FILE_MODE = 0o644
 
 CHUNK = 1 << 20  # bytes per read and per inflate call: bounds memory whatever the member size
 
-# No file in any release we pin comes near this (the largest DLLs are ~1 GiB, a PE image cannot
-# exceed 4 GiB); a member declaring more is a lie or a bomb, and refused before any writing.
-MAX_MEMBER_BYTES = 16 << 30
-
-# Deflate cannot expand more than 1032:1 (a 258-byte match in 2 bits), so a deflated member
-# declaring more than that is a lying header.
-DEFLATE_MAX_RATIO = 1032
-
 _LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # zip local file header (APPNOTE 4.3.7), 30 bytes
-
-_LOCAL_SIGNATURE = b"PK\x03\x04"
 
 # One pool for all archives of a command: inflating is CPU-bound and releases the GIL, so one
 # thread per core keeps every core busy; more only adds switching.
 WORKERS = max(2, min(8, os.cpu_count() or 2))
-
-
-@dataclass(frozen=True)
-class _Member:
-    """An archive entry: how the archive names it and where it goes in the tree."""
-
-    name: str  # as the archive spells it: 7z targets and messages use it
-    path: str  # relative posix path in the tree, backslashes turned to slashes, "." dropped
-    size: int  # declared uncompressed size
-    info: zipfile.ZipInfo | None = None  # zip entries only
 
 
 @dataclass(frozen=True)
@@ -68,88 +52,37 @@ class Unpacking:
 
     archive: Path
     tree: Path
-    members: list[_Member]
+    members: list[Member]
     sevenzip: bool
 
 
-_CORRUPT: tuple[type[Exception], ...] = (
-    zipfile.BadZipFile,
-    zlib.error,
-    _deflate.error,
-    lzma.LZMAError,
-    EOFError,
-    UnicodeDecodeError,
-)
-
-
-def _unsafe(archive: Path, member: str, reason: str) -> ArchiveError:
-    return ArchiveError(
-        f"{archive}: unsafe member {member!r} ({reason}); nothing was extracted. "
-        "Delete the archive from the cache and check where it came from."
-    )
-
-
-def _corrupt(archive: Path, member: str | None, detail: object) -> ArchiveError:
-    if type(detail).__name__ == "CrcError" and isinstance(detail, Exception):
-        # py7zr's CrcError carries (expected, actual, member name) and no words
-        member = str(detail.args[-1]) if detail.args else member
-        detail = "CRC-32 mismatch: the bytes are damaged"
-    where = f" (member {member!r})" if member is not None else ""
-    line = " ".join(str(detail).split()) or type(detail).__name__
-    return ArchiveError(
-        f"{archive}: corrupt archive{where}: {line}; "
-        "delete it from the cache and download it again."
-    )
-
-
-@contextmanager
-def _corruption_is_archive_error(
-    archive: Path, member: str | None = None, also: tuple[type[Exception], ...] = ()
-) -> Iterator[None]:
-    """Turn what zipfile, zlib and py7zr raise on damaged bytes into one actionable error."""
-    try:
-        yield
-    except (*_CORRUPT, *also) as exc:
-        raise _corrupt(archive, member, exc) from exc
-
-
-def _unpack_sevenzip(archive: Path, members: list[_Member], tree: Path) -> None:
+def _unpack_sevenzip(archive: Path, members: list[Member], tree: Path) -> None:
     """One py7zr pass: a solid 7z block must be decompressed in order anyway. py7zr applies
     the archive's modes, so every file is reset to FILE_MODE afterwards."""
     if members:
-        py7zr = _py7zr()
+        py7zr = py7zr_module()
         with (
-            _corruption_is_archive_error(archive, also=_py7zr_errors()),
+            corruption_is_archive_error(archive, also=py7zr_errors()),
             py7zr.SevenZipFile(archive, mode="r") as handle,
         ):
             handle.extract(path=tree, targets=[member.name for member in members])
     for member in members:
         written = tree / member.path
         if written.is_symlink() or not written.is_file():
-            raise _corrupt(archive, member.name, "py7zr did not extract it")
+            raise corrupt_archive(archive, member.name, "py7zr did not extract it")
         if written.stat().st_size != member.size:
-            raise _corrupt(archive, member.name, f"size differs from the declared {member.size}")
+            raise corrupt_archive(
+                archive, member.name, f"size differs from the declared {member.size}"
+            )
         os.chmod(written, FILE_MODE)
 
 
-def _py7zr() -> Any:
-    import py7zr  # ~50 ms: only for a .7z
-
-    return py7zr
-
-
-def _py7zr_errors() -> tuple[type[Exception], ...]:
-    import py7zr.exceptions
-
-    return (py7zr.exceptions.ArchiveError,)
-
-
-def _inflate_zip(archive: Path, members: list[_Member], tree: Path, workers: int) -> None:
+def _inflate_zip(archive: Path, members: list[Member], tree: Path, workers: int) -> None:
     """Inflate one zip's members into `tree` on `workers` threads, largest first."""
-    _write_members([Unpacking(archive, tree, members, sevenzip=False)], workers, None)
+    write_members([Unpacking(archive, tree, members, sevenzip=False)], workers, None)
 
 
-def _write_members(
+def write_members(
     jobs: Sequence[Unpacking], workers: int, progress: ProgressCallback | None
 ) -> None:
     """Every member of every job on one pool, largest first (a 7z is one task: py7zr unpacks it
@@ -159,7 +92,7 @@ def _write_members(
     tasks.sort(key=lambda task: task[1].size, reverse=True)
     whole = [job for job in jobs if job.sevenzip]
     total = sum(member.size for job in jobs for member in job.members)
-    pending: collections.deque[Unpacking | tuple[Unpacking, _Member]] = collections.deque(
+    pending: collections.deque[Unpacking | tuple[Unpacking, Member]] = collections.deque(
         [*whole, *tasks]
     )
     failed = threading.Event()
@@ -199,7 +132,7 @@ def _write_members(
 
 
 def _inflate_member(
-    archive: Path, source: BinaryIO, member: _Member, tree: Path, meter: ProgressMeter
+    archive: Path, source: BinaryIO, member: Member, tree: Path, meter: ProgressMeter
 ) -> None:
     """Stream one member to disk, checking the bytes against the central directory: never
     more than the declared size (stopped at the first extra byte), then exact size and CRC."""
@@ -210,25 +143,27 @@ def _inflate_member(
     written_path.parent.mkdir(parents=True, exist_ok=True)
     written, crc = 0, 0
     with (
-        _corruption_is_archive_error(archive, member.name),
+        corruption_is_archive_error(archive, member.name),
         written_path.open("xb") as sink,
     ):
         for chunk in _inflate(source, info):
             written += len(chunk)
             if written > info.file_size:
-                raise _unsafe(
+                raise unsafe_member(
                     archive,
                     member.name,
                     f"inflates to more than the {info.file_size} bytes its header declares: "
                     "a zip bomb or a lying header",
                 )
-            crc = _deflate.crc32(chunk, crc)
+            crc = deflate.crc32(chunk, crc)
             sink.write(chunk)
             meter.add(len(chunk))
     if written != info.file_size:
-        raise _corrupt(archive, member.name, f"{written} bytes, header declares {info.file_size}")
+        raise corrupt_archive(
+            archive, member.name, f"{written} bytes, header declares {info.file_size}"
+        )
     if crc != info.CRC:
-        raise _corrupt(archive, member.name, "CRC-32 mismatch")
+        raise corrupt_archive(archive, member.name, "CRC-32 mismatch")
     os.chmod(written_path, FILE_MODE)
     _keep_member_time(written_path, info)
 
@@ -244,7 +179,7 @@ def _keep_member_time(path: Path, info: zipfile.ZipInfo) -> None:
         pass
 
 
-def _check_supported(archive: Path, member: _Member, info: zipfile.ZipInfo) -> None:
+def _check_supported(archive: Path, member: Member, info: zipfile.ZipInfo) -> None:
     if info.flag_bits & 0x1:
         raise ArchiveError(f"{archive}: member {member.name!r} is encrypted; bundle cannot use it.")
     if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
@@ -258,7 +193,7 @@ def _inflate(source: BinaryIO, info: zipfile.ZipInfo) -> Iterator[bytes]:
     """The member's bytes, inflated in chunks of at most CHUNK: a 1 MiB deflated block of a
     zip bomb can hold 1 GiB, so output is bounded per call, not per input block."""
     source.seek(_data_offset(source, info))
-    inflater = _deflate.decompressobj(-zlib.MAX_WBITS)
+    inflater = deflate.decompressobj(-zlib.MAX_WBITS)
     deflated = info.compress_type == zipfile.ZIP_DEFLATED
     left = info.compress_size
     while left > 0:
@@ -306,7 +241,23 @@ def _data_offset(source: BinaryIO, info: zipfile.ZipInfo) -> int:
     if len(header) < _LOCAL_HEADER.size:
         raise zipfile.BadZipFile("truncated local file header")
     fields = _LOCAL_HEADER.unpack(header)
-    if fields[0] != _LOCAL_SIGNATURE:
+    if fields[0] != LOCAL_SIGNATURE:
         raise zipfile.BadZipFile("bad local file header signature")
     name_length, extra_length = fields[-2], fields[-1]
     return int(info.header_offset + _LOCAL_HEADER.size + name_length + extra_length)
+
+
+def unpack_all(archive: Path, tree: Path, workers: int = 4) -> tuple[str, ...]:
+    """Every file of `archive` into the existing folder `tree`, with extract()'s safety checks
+    (no absolute, "..", link or size-lying member) but no selection: `bundle audit` judges an
+    archive exactly as shipped, odd files included. Returns the members' tree paths, sorted."""
+    sevenzip = archive_format(archive) == ".7z"
+    members = sevenzip_entries(archive) if sevenzip else zip_entries(archive)
+    try:
+        if sevenzip:
+            _unpack_sevenzip(archive, members, tree)
+        else:
+            _inflate_zip(archive, members, tree, workers)
+    except OSError as exc:  # e.g. a member that is also another member's folder
+        raise corrupt_archive(archive, None, exc) from None
+    return tuple(sorted(member.path for member in members))

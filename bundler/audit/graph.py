@@ -1,14 +1,12 @@
 """Act layer, for `bundle audit --html`: the Plan's dependency graph, laid out for the page.
 
-The page (render_html.py) writes the graph as inline SVG and does no arithmetic: this module
+The page (bundler.audit.html) writes the graph as inline SVG and does no arithmetic: this module
 decides what is drawn and where. The Windows DLLs and API sets become one node (drawn one by
-one they would bury the files that ship); a file loading another in several ways gets one edge,
-the earliest load's; rows follow load order, each file below the files that load it
-first, ordered to cross fewer edges; every box and curve is placed in pixels here, since node
-text is monospace and its width known. The palette is here too, read by the graph, the legend
-and the rest of the page, and so is the size text the nodes share with the page's size
-breakdown. Pure and deterministic: the same Plan and findings give the same Graph (everything
-sorted by key), no I/O.
+one they would bury the files that ship); the rows follow load order (bundler.audit.loadorder);
+every box and curve is placed in pixels here, since node text is monospace and its width known.
+The colours are the palette's (bundler.audit.palette); the legend is here, and so is the size
+text the nodes share with the page's size breakdown. Pure and deterministic: the same Plan and
+findings give the same Graph (everything sorted by key), no I/O.
 """
 
 from __future__ import annotations
@@ -17,59 +15,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bundler.findings import SEVERITY_ORDER, Finding, Severity, severity_rank
-from bundler.plan import EDGE_LABELS, Edge, EdgeKind, Plan, PlanFile, Status
-
-# --- what things look like: one palette, read by the graph, the legend, the page and the tests --
-
-STATUS_FILL = {
-    Status.APP: "#90caf9",
-    Status.BUNDLED: "#a5d6a7",
-    Status.MISSING: "#ef9a9a",
-    Status.DRIVER: "#ce93d8",
-    Status.REDIST: "#fff59d",
-    Status.PRUNED: "#f5f5f5",
-    Status.SYSTEM: "#e0e0e0",
-    Status.API_SET: "#eeeeee",
-}
-STATUS_STROKE = {
-    Status.APP: "#1565c0",
-    Status.BUNDLED: "#2e7d32",
-    Status.MISSING: "#c62828",
-    Status.DRIVER: "#6a1b9a",
-    Status.REDIST: "#f9a825",
-    Status.PRUNED: "#bdbdbd",
-    Status.SYSTEM: "#757575",
-    Status.API_SET: "#9e9e9e",
-}
-STATUS_MEANING = {
-    Status.APP: "the app",
-    Status.BUNDLED: "in the folder, needed",
-    Status.MISSING: "needed, missing",
-    Status.DRIVER: "GPU driver: required on the target, never shipped",
-    Status.REDIST: "installed by vc_redist.x64.exe",
-    Status.PRUNED: "left out: the app's models never load it (--model)",
-    Status.SYSTEM: "part of Windows (system DLLs and API sets, one node)",
-    Status.API_SET: "API set, resolved by Windows",
-}
-SEVERITY_COLOUR = {Severity.ERROR: "#c62828", Severity.WARNING: "#ef6c00", Severity.INFO: "#1565c0"}
-
-
-@dataclass(frozen=True)
-class EdgeStyle:
-    colour: str
-    dash: str | None  # SVG stroke-dasharray; None draws a solid line
-    meaning: str
-
-
-EDGE_STYLE = {
-    EdgeKind.IMPORT: EdgeStyle("#455a64", None, "import: mapped with its parent at start-up"),
-    EdgeKind.DELAY_IMPORT: EdgeStyle("#78909c", "2 3", "delay import: mapped at first call"),
-    EdgeKind.RUNTIME: EdgeStyle("#8e24aa", "6 4", "runtime (LoadLibrary): in no import table"),
-}
-MISSING_EDGE_COLOUR = STATUS_STROKE[Status.MISSING]
-# The edge kind drawn when one parent reaches one child in several ways: the earliest load wins.
-EDGE_PRECEDENCE = (EdgeKind.IMPORT, EdgeKind.DELAY_IMPORT, EdgeKind.RUNTIME)
+from bundler.audit.loadorder import graph_edges, layer_order
+from bundler.audit.palette import (
+    EDGE_STYLE,
+    MISSING_EDGE_COLOUR,
+    SEVERITY_COLOUR,
+    STATUS_FILL,
+    STATUS_MEANING,
+    STATUS_STROKE,
+)
+from bundler.findings import SEVERITY_ORDER, Finding, severity_rank
+from bundler.plan import EDGE_LABELS, Edge, Plan, PlanFile, Status
 
 # --- the graph's geometry (px). Node text is monospace, so its width is known here. ---------------
 
@@ -166,123 +122,6 @@ def dependency_graph(plan: Plan, findings: Sequence[Finding]) -> Graph:
     height = max((box.bottom for box in boxes.values()), default=0) + MARGIN + ROW_GAP // 2
     markers = tuple(sorted({(edge.marker, edge.colour) for edge in drawn}))
     return Graph(width, height, tuple(nodes), drawn, markers)
-
-
-def graph_edges(plan: Plan, keys: set[str]) -> list[Edge]:
-    """One edge per (parent, child) pair between drawn files, the earliest load kind winning.
-    Profile-root edges are left out: a root with no other parent simply starts at the top."""
-    chosen: dict[tuple[str, str], Edge] = {}
-    for edge in plan.edges:
-        if edge.parent is None or edge.parent not in keys or edge.child not in keys:
-            continue
-        pair = (edge.parent, edge.child)
-        old = chosen.get(pair)
-        if old is None or EDGE_PRECEDENCE.index(edge.kind) < EDGE_PRECEDENCE.index(old.kind):
-            chosen[pair] = edge
-    return sorted(chosen.values(), key=lambda edge: (edge.parent or "", edge.child))
-
-
-def load_depths(plan: Plan, items: Sequence[PlanFile], edges: Sequence[Edge]) -> dict[str, int]:
-    """When each file is first loaded, counted in loads from the app (breadth first). Profile
-    roots the app does not reach (a C# or Python host imports no ORT DLL) start one row below
-    it; a file reached from nothing at all goes last."""
-    children: dict[str, list[str]] = {}
-    for edge in edges:
-        children.setdefault(edge.parent or "", []).append(edge.child)
-    apps = [item.key for item in items if item.status is Status.APP]
-    found = _breadth_first({key: 0 for key in apps}, children)
-    unreached_roots = [key for key in plan.roots if key not in found and plan.file(key)]
-    found = _breadth_first({**found, **{k: 1 if apps else 0 for k in unreached_roots}}, children)
-    last = max(found.values(), default=-1) + 1
-    return {item.key: found.get(item.key, last) for item in items}
-
-
-def _breadth_first(start: dict[str, int], children: dict[str, list[str]]) -> dict[str, int]:
-    found = dict(start)
-    queue = sorted(start, key=lambda key: (start[key], key))
-    while queue:
-        key = queue.pop(0)
-        for child in children.get(key, []):
-            if child not in found:
-                found[child] = found[key] + 1
-                queue.append(child)
-    return found
-
-
-def downward_edges(first: dict[str, int], edges: Sequence[Edge]) -> list[Edge]:
-    """The edges the layering puts downward: not those to a file loaded earlier (the engines'
-    import of cudnn_graph, which loaded them), and, of the rest, imports before delay imports
-    before runtime loads, each kept only if it closes no cycle (cudnn_graph loads cnn, which
-    imports it: the import wins)."""
-    candidates = [edge for edge in edges if first[edge.child] >= first[edge.parent or ""]]
-    candidates.sort(key=lambda e: (EDGE_PRECEDENCE.index(e.kind), e.parent or "", e.child))
-    children: dict[str, set[str]] = {}
-    kept = []
-    for edge in candidates:
-        parent = edge.parent or ""
-        if not _reaches(edge.child, parent, children):
-            children.setdefault(parent, set()).add(edge.child)
-            kept.append(edge)
-    return kept
-
-
-def _reaches(start: str, goal: str, children: dict[str, set[str]]) -> bool:
-    seen, stack = {start}, [start]
-    while stack:
-        key = stack.pop()
-        if key == goal:
-            return True
-        fresh = children.get(key, set()) - seen
-        seen |= fresh
-        stack.extend(fresh)
-    return False
-
-
-def depths(plan: Plan, items: Sequence[PlanFile], edges: Sequence[Edge]) -> dict[str, int]:
-    """Longest-path layering over the downward edges, never above the first load: each file
-    sits below every file that loads it first, so all those edges point down."""
-    first = load_depths(plan, items, edges)
-    incoming: dict[str, list[str]] = {}
-    for edge in downward_edges(first, edges):
-        incoming.setdefault(edge.child, []).append(edge.parent or "")
-    depth: dict[str, int] = {}
-
-    def settle(key: str) -> int:  # the downward edges are acyclic, so this recursion ends
-        if key not in depth:
-            above = [settle(parent) + 1 for parent in incoming.get(key, [])]
-            depth[key] = max([first[key], *above])
-        return depth[key]
-
-    for item in items:
-        settle(item.key)
-    return depth
-
-
-def layer_order(plan: Plan, items: Sequence[PlanFile], edges: Sequence[Edge]) -> list[list[str]]:
-    """The files of each depth, left to right: the top row in the Plan's root order, each
-    later one by the mean position of its parents above (fewer crossings), then by name."""
-    depth = depths(plan, items, edges)
-    parents: dict[str, list[str]] = {}
-    for edge in edges:
-        parents.setdefault(edge.child, []).append(edge.parent or "")
-    position: dict[str, float] = {}
-    layers: list[list[str]] = []
-    rank = {key: number for number, key in enumerate(plan.roots)}
-    for level in range(max(depth.values(), default=-1) + 1):
-        keys = [key for key, value in depth.items() if value == level]
-        keys.sort(key=lambda key: (_barycentre(key, parents, position, rank), key))
-        position.update({key: (index + 0.5) / len(keys) for index, key in enumerate(keys)})
-        layers.append(keys)
-    return layers
-
-
-def _barycentre(
-    key: str, parents: dict[str, list[str]], position: dict[str, float], rank: dict[str, int]
-) -> float:
-    above = [position[parent] for parent in parents.get(key, []) if parent in position]
-    if above:
-        return sum(above) / len(above)
-    return rank.get(key, len(rank)) / max(1, len(rank))
 
 
 def layout_rows(layers: list[list[str]], widths: dict[str, int]) -> list[list[str]]:

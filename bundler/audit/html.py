@@ -25,15 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from bundler.audit.graph import (
-    SEVERITY_COLOUR,
-    STATUS_STROKE,
-    dependency_graph,
-    legend,
-    node_keys,
-    size_text,
-)
-from bundler.audit.graph import STATUS_FILL as STATUS_FILL  # the tests' palette, re-exported
+from bundler.audit.graph import dependency_graph, legend, node_keys, size_text
+from bundler.audit.palette import SEVERITY_COLOUR, STATUS_STROKE
 from bundler.audit.report import AuditReport
 from bundler.errors import ExitCode
 from bundler.findings import SEVERITY_ORDER, Finding, Severity

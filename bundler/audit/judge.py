@@ -33,7 +33,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bundler.acquire.extract import unpack_all
+from bundler.acquire.unpack import unpack_all
 from bundler.audit.checks import CHECKS
 from bundler.audit.report import (
     Audited,
@@ -47,7 +47,8 @@ from bundler.audit.restore import restore_list
 from bundler.audit.suppressions import Suppression, ordered, suppress
 from bundler.errors import ArchiveError, InputFileError
 from bundler.findings import Finding
-from bundler.lock import LOCK_NAME, Lock, read_lock
+from bundler.lock import LOCK_NAME, Lock
+from bundler.lockfile import read_lock
 from bundler.plan import Plan, Status
 from bundler.profiles import (
     DEFAULT_PROFILE,

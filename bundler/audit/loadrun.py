@@ -6,7 +6,7 @@ and returns the audit report with the loader's verdict and its findings (prove_l
 How it runs (under Wine: not Windows, `wine` on PATH):
 - The prefix: $WINEPREFIX when set (a prefix the user chose; created by `wineboot -i` if it
   does not exist yet), else a private 64-bit prefix `<cache dir>/wineprefix` (prove_load's
-  `cache_dir`, the command's: bundler.acquire.cache.cache_root), never ~/.wine silently. It is
+  `cache_dir`, the command's: bundler.cache_root.cache_root), never ~/.wine silently. It is
   initialised once, under a file lock, with a progress note on stderr; Wine Mono and Gecko are
   not installed into it. Before the first run the prefix is warmed up (`wineboot`), so
   start-up costs are not charged to the app's time limit.
@@ -51,17 +51,12 @@ from typing import Any
 
 import pefile
 
-from bundler import notes
-from bundler.acquire.cache import cache_root, file_lock
+from bundler.audit.loader_output import LoaderLine, LoaderRun, app_verdict, parse_lines
 from bundler.audit.loadproof import (
-    LoaderLine,
-    LoaderRun,
     app_exes,
-    app_verdict,
     audit_missing,
     judge,
     native_vc_runtime,
-    parse_lines,
     proof_findings,
     runtime_roots,
 )
@@ -69,11 +64,14 @@ from bundler.audit.programs import Outcome
 from bundler.audit.programs import run as run_program
 from bundler.audit.report import AuditReport
 from bundler.audit.suppressions import Suppression, suppress
+from bundler.cache_root import cache_root
 from bundler.errors import LoaderUnavailableError
+from bundler.file_locks import file_lock
 from bundler.findings import severity_rank
 from bundler.lock import DOCTOR_DATA, DOCTOR_EXE
 from bundler.pe import release_image
 from bundler.plan import Plan
+from bundler.reporter import SILENT, Note
 
 DEFAULT_TIMEOUT = 30.0  # seconds per run: imports resolve in the first second or two
 PREPARE_TIMEOUT = 600.0  # wineboot of a new prefix: about 20 s warm, minutes on a cold disk
@@ -103,7 +101,7 @@ class WineLoader:
 
     name = "wine"
 
-    def __init__(self, prefix: Path, owned: bool, overrides: str | None, note: notes.Note) -> None:
+    def __init__(self, prefix: Path, owned: bool, overrides: str | None, note: Note) -> None:
         self.prefix = prefix
         self.owned = owned  # the private prefix: bundle starts and stops its wineserver
         self.overrides = overrides
@@ -126,7 +124,9 @@ class WineLoader:
         self.version = version.stdout.strip() or "wine"
         if self.owned:
             self.prefix.parent.mkdir(parents=True, exist_ok=True)
-            with file_lock(self.prefix.with_name(self.prefix.name + ".lock"), "the Wine prefix"):
+            with file_lock(
+                self.prefix.with_name(self.prefix.name + ".lock"), "the Wine prefix", self.note
+            ):
                 if not (self.prefix / _READY_MARK).is_file():
                     self._initialise()
                     (self.prefix / _READY_MARK).write_text("wineboot -i done\n")
@@ -305,7 +305,7 @@ def prove_load(
     *,
     ignore: Sequence[Suppression] = (),
     cache_dir: Path | None = None,
-    note: notes.Note = notes.note,
+    note: Note = SILENT.note,
 ) -> AuditReport:
     """The report with the loader's verdict (`load_proof`) and the disagreements as findings
     (those matching an `ignore` rule go to `suppressed`). Raises LoaderUnavailableError where
@@ -363,7 +363,7 @@ def _doctor(
     return document if isinstance(document, dict) else {"error": "its report is not an object"}
 
 
-def _wine_loader(plan: Plan, cache_dir: Path | None, note: notes.Note) -> WineLoader:
+def _wine_loader(plan: Plan, cache_dir: Path | None, note: Note) -> WineLoader:
     if shutil.which("wine") is None:
         raise LoaderUnavailableError(
             "bundle audit --run needs a Windows loader to start the app: Windows itself, or "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bundler.audit.checks import inferred
+from bundler.audit.closure import inferred
 from bundler.audit.explain import supplier
 from bundler.audit.report import Audited, Restore
 from bundler.profiles import (

@@ -8,7 +8,6 @@ Errors from the library arrive as BundleError and leave as one line plus a docum
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -17,6 +16,7 @@ import typer
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
 from bundler import __version__
+from bundler.cli.session import Session
 
 if TYPE_CHECKING:
     pass
@@ -38,8 +38,6 @@ render_app = typer.Typer(
 )
 app.add_typer(render_app, name="render")
 
-_debug = {"on": os.environ.get("BUNDLE_DEBUG", "") not in ("", "0")}
-
 
 def _version(value: bool) -> None:
     if value:
@@ -49,6 +47,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _options(
+    context: typer.Context,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
@@ -64,7 +63,7 @@ def _options(
     # --json: bundler.cli.failures moves a --json given here behind the command's words, so
     # this one is only seen without a command (and then there is nothing to print).
     if debug:
-        _debug["on"] = True
+        context.ensure_object(Session).debug = True
 
 
 ProfileOption = Annotated[

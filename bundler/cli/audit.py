@@ -11,10 +11,9 @@ import typer
 
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
-from bundler.cli import audit_views
-from bundler.cli.app import (
-    app,
-)
+from bundler.cli import audit_views, session
+from bundler.cli.app import app
+from bundler.cli.flags import AuditProfile
 from bundler.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -23,16 +22,14 @@ if TYPE_CHECKING:
 
 @app.command()
 def audit(
+    ctx: typer.Context,
     path: Annotated[
         Path,
         typer.Argument(
             metavar="PATH", help="A bundle folder, its bundle.lock.json, or a .zip/.7z of it."
         ),
     ],
-    profile: Annotated[
-        str | None,
-        typer.Option("--profile", "-p", help="Target profile (default: the lock file's)."),
-    ] = None,
+    profile: AuditProfile = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON.")] = False,
     strict: Annotated[
         bool, typer.Option("--strict", help="Warnings fail the audit too (exit 18).")
@@ -113,23 +110,23 @@ def audit(
         if signatures:
             report = with_signatures(report, rules)
         if run:
-            from bundler.acquire.cache import cache_root
             from bundler.audit.loadrun import prove_load
+            from bundler.cache_root import cache_root
 
             report = prove_load(
                 report,
                 tuple(run_args or ()),
                 ignore=rules,
                 cache_dir=cache_root(None),
-                note=lambda m: typer.echo(m, err=True),
+                note=session.of(ctx).reporter.note,
             )
         if inner is not None:
             report = as_archived(report, path, inner)
     if junit is not None:
         write_junit(report, junit, strict)
     if html is not None:
-        from bundler.acquire.cache import cache_root
         from bundler.audit.html import write_html
+        from bundler.cache_root import cache_root
         from bundler.render.engine import Templates
 
         write_html(Templates(cache_root(None)), report, html)

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bundler.cli.views import human_size
+from bundler.cli.sizes import human_size
 from bundler.findings import SEVERITY_ORDER, Finding, Severity
 from bundler.plan import Status
 

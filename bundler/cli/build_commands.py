@@ -11,7 +11,7 @@ import typer
 
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
-from bundler.cli import views
+from bundler.cli import build_views, session
 from bundler.cli.app import (
     ForceOption,
     JsonOption,
@@ -23,6 +23,17 @@ from bundler.cli.app import (
     SourceOption,
     app,
     render_app,
+)
+from bundler.cli.dry_run_views import acquire_step
+from bundler.cli.flags import (
+    BuildConfig,
+    BuildOrt,
+    BuildOut,
+    BuildProfile,
+    DryRun,
+    IssOut,
+    MsbuildOut,
+    PostbuildOut,
 )
 from bundler.cli.groups import (
     ANY_SOURCE,
@@ -37,6 +48,7 @@ from bundler.cli.groups import (
     Writing,
     takes,
 )
+from bundler.cli.origins import pick_given, say_dry_run
 from bundler.errors import ConfigError
 from bundler.options import Options
 from bundler.profiles import DEFAULT_PROFILE
@@ -50,26 +62,14 @@ if TYPE_CHECKING:
 @app.command()
 @takes
 def build(
+    ctx: typer.Context,
     exe: Annotated[
         Path | None,
         typer.Argument(metavar="[EXE]", help="The app's .exe (default: from bundle.toml)."),
     ] = None,
-    profile: Annotated[
-        str | None,
-        typer.Option(
-            "--profile",
-            "-p",
-            help="Target profile: a name, a .toml file, or an ORT release (default: bundle.toml's "
-            f"[build] profile, else {DEFAULT_PROFILE}).",
-        ),
-    ] = None,
-    ort: Annotated[
-        str | None,
-        typer.Option("--ort", help="An ORT release, e.g. 1.31.1: its shipped GPU profile."),
-    ] = None,
-    out: Annotated[
-        Path | None, typer.Option("--out", help="Output folder (default: the exe's folder).")
-    ] = None,
+    profile: BuildProfile = None,
+    ort: BuildOrt = None,
+    out: BuildOut = None,
     search: SearchOption = None,
     model: Annotated[
         list[Path] | None,
@@ -88,9 +88,7 @@ def build(
             "shipped per-op table; refused when a model, the ORT release or cuDNN differ.",
         ),
     ] = None,
-    config: Annotated[
-        Path | None, typer.Option("--config", help="bundle.toml to read (default: beside EXE).")
-    ] = None,
+    config: BuildConfig = None,
     sources: Sources = ANY_SOURCE,
     installer: Installer = NO_INSTALLER_FLAGS,
     outputs: Outputs = DEFAULT_OUTPUTS,
@@ -100,8 +98,6 @@ def build(
 ) -> None:
     """Deploy EXE's complete DLL closure next to it (or into --out), with a lock file and an
     Inno Setup script."""
-    from bundler.acquire.cache import CACHE_ENV, cache_root, env_cache_dir, platform_cache_dir
-    from bundler.cli.progress import progress_for
     from bundler.render.engine import Templates
     from bundler.ship.pipeline import BuildOptions
     from bundler.ship.pipeline import build as run_build
@@ -115,13 +111,7 @@ def build(
         exe=chosen_exe,
         profile=picked.pick("profile", profile or ort, settings.profile, None, DEFAULT_PROFILE)
         or DEFAULT_PROFILE,
-        cache_dir=picked.pick(
-            "cache_dir",
-            sources.cache_dir,
-            env=(CACHE_ENV, env_cache_dir()),
-            default_factory=platform_cache_dir,
-        )
-        or cache_root(sources.cache_dir),
+        cache_dir=sources.root(picked),
         out=picked.pick("out", out, settings.out),
         search=tuple(search or ()) + settings.search,
         installer=installer.over(settings.installer, picked),
@@ -139,24 +129,21 @@ def build(
     )
     given = {"--profile": profile, "--ort": ort, "--iss": outputs.iss, "--no-iss": outputs.no_iss}
     _validate(picked, given, settings, lambda: options.profile)
-    result = run_build(options, progress_for, Templates(options.cache_dir))
-    typer.echo(views.build_json(result) if as_json else views.build_report(result))
+    result = run_build(options, session.of(ctx).reporter, Templates(options.cache_dir))
+    typer.echo(build_views.build_json(result) if as_json else build_views.build_report(result))
 
 
 @render_app.command("iss")
 @takes
 def render_iss(
     lock: LockOption = None,
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", help="Where to write the script (default: beside the lock file)."),
-    ] = None,
+    out: IssOut = None,
     config: RenderConfigOption = None,
     installer: Installer = NO_INSTALLER_FLAGS,
     as_json: JsonOption = False,
 ) -> None:
     """Render the Inno Setup script of a built bundle from its lock file, without building."""
-    from bundler.acquire.cache import cache_root
+    from bundler.cache_root import cache_root
     from bundler.render.engine import Templates
     from bundler.render.iss import ISS_NAME, write_iss
 
@@ -169,16 +156,13 @@ def render_iss(
     target = out or (settings.iss if isinstance(settings.iss, Path) else None)
     script = target or lock_path.parent / ISS_NAME
     result = write_iss(Templates(cache_root(None)), bundle, lock_path.parent, script, chosen)
-    typer.echo(views.iss_json(result) if as_json else views.iss_report(result))
+    typer.echo(build_views.iss_json(result) if as_json else build_views.iss_report(result))
 
 
 @render_app.command("postbuild")
 def render_postbuild(
     lock: LockOption = None,
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", help="The folder for both files (default: the lock file's)."),
-    ] = None,
+    out: PostbuildOut = None,
     config: RenderConfigOption = None,
     project_dir: Annotated[
         Path | None,
@@ -190,9 +174,10 @@ def render_postbuild(
 ) -> None:
     """Render postbuild.cmd (copies the bundle's DLLs into a build's output folder) and
     postbuild.event.xml (the MSBuild post-build event calling it) from a lock file."""
-    from bundler.acquire.cache import cache_root
+    from bundler.cache_root import cache_root
     from bundler.render.engine import Templates
-    from bundler.render.postbuild import PostbuildSettings, write_postbuild
+    from bundler.render.postbuild import write_postbuild
+    from bundler.render.render_settings import PostbuildSettings
 
     settings = _app_config(config, None)
     lock_path, bundle = _lock_to_render(lock, settings)
@@ -200,7 +185,8 @@ def render_postbuild(
     chosen = PostbuildSettings(project_dir=project_dir or configured)
     templates = Templates(cache_root(None))
     result = write_postbuild(templates, bundle, lock_path.parent, out or lock_path.parent, chosen)
-    typer.echo(views.postbuild_json(result) if as_json else views.postbuild_report(result))
+    shown = build_views.postbuild_json if as_json else build_views.postbuild_report
+    typer.echo(shown(result))
 
 
 def _validate(
@@ -240,7 +226,7 @@ def _no_exe(settings: AppConfig) -> str:
 
 def _lock_to_render(lock: Path | None, settings: AppConfig) -> tuple[Path, Lock]:
     """The lock a render command works from: --lock, else bundle.toml's output folder's."""
-    from bundler.lock import read_lock
+    from bundler.lockfile import read_lock
 
     lock_path = lock or _default_lock(settings)
     bundle = read_lock(lock_path)
@@ -273,29 +259,36 @@ def _app_config(config: Path | None, exe: Path | None) -> AppConfig:
 @app.command()
 @takes
 def msbuild(
+    ctx: typer.Context,
     profile: ProfileOption = DEFAULT_PROFILE,
-    out: Annotated[
-        Path, typer.Option("--out", help="The folder to lay out (default: ./ort-bundle).")
-    ] = DEFAULT_OUT,
+    out: MsbuildOut = DEFAULT_OUT,
     source: SourceOption = "auto",
     sources: Sources = ANY_SOURCE,
     link: LinkOption = False,
     force: ForceOption = False,
+    dry_run: DryRun = False,
     as_json: JsonOption = False,
 ) -> None:
     """Lay out a folder for Visual Studio: ORT's headers, import library and DLL closure, with
     ort-bundle.props and ort-bundle.targets to import in a .vcxproj."""
-    from bundler.cli.progress import progress_for
+    from bundler.profiles import load_profile
     from bundler.render.engine import Templates
     from bundler.ship.msbuild import MsbuildOptions, lay_out
 
+    picked = Options()
+    pick_given(ctx, picked, profile=profile, out=out, source=source, link=link, force=force)
     options = MsbuildOptions(
         profile=profile,
-        cache_dir=sources.root(),
+        cache_dir=sources.pick(ctx, picked),
         out=out,
         link=bool(link),
         force=force,
         acquire=sources.acquire(mode=source),
     )
-    result = lay_out(options, progress_for, Templates(options.cache_dir))
-    typer.echo(views.msbuild_json(result) if as_json else views.msbuild_report(result))
+    if dry_run:
+        laid = f"lay out {out}: ORT's headers, import library and DLL closure, its .props/.targets"
+        steps = [acquire_step(load_profile(profile), options.cache_dir), laid]
+        say_dry_run("msbuild", steps, picked, as_json)
+        return
+    result = lay_out(options, session.of(ctx).reporter, Templates(options.cache_dir))
+    typer.echo(build_views.msbuild_json(result) if as_json else build_views.msbuild_report(result))

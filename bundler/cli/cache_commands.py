@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
-from bundler.cli import views
+from bundler.cli import cache_views, session
 from bundler.cli.app import (
     CacheDirOption,
     JsonOption,
@@ -19,16 +19,18 @@ from bundler.cli.app import (
     app,
     cache_app,
 )
+from bundler.cli.dry_run_views import acquire_step
+from bundler.cli.flags import DryRun
 from bundler.cli.groups import ANY_SOURCE, Sources, takes
+from bundler.cli.origins import cache_folder, pick_given, say_dry_run
+from bundler.options import Options
 from bundler.profiles import DEFAULT_PROFILE
-
-if TYPE_CHECKING:
-    pass
 
 
 @app.command()
 @takes
 def fetch(
+    ctx: typer.Context,
     profile: ProfileOption = DEFAULT_PROFILE,
     source: SourceOption = "auto",
     sources: Sources = ANY_SOURCE,
@@ -38,46 +40,71 @@ def fetch(
         Path | None,
         typer.Option("--to", help="Also put every archive here (a mirror for offline agents)."),
     ] = None,
+    dry_run: DryRun = False,
     as_json: JsonOption = False,
 ) -> None:
     """Acquire and verify every artifact of a profile; print what came from where."""
     from bundler.acquire.artifacts import acquire_profile, export_archives
     from bundler.acquire.cache import Cache
-    from bundler.cli.progress import progress_for
     from bundler.profiles import load_profile
 
     options = sources.acquire(mode=source, verify=verify, search=tuple(search or ()))
-    cache = Cache(sources.root())
-    acquired = acquire_profile(load_profile(profile), cache, options, progress_for)
+    chosen = load_profile(profile)
+    if dry_run:
+        picked = Options()
+        pick_given(ctx, picked, profile=profile, source=source, verify=verify, search=search, to=to)
+        exported = [f"put every archive into {to}"] if to else []
+        steps = [acquire_step(chosen, sources.pick(ctx, picked)), *exported]
+        say_dry_run("fetch", steps, picked, as_json)
+        return
+    reporter = session.of(ctx).reporter
+    cache = Cache(sources.root(), reporter)
+    acquired = acquire_profile(chosen, cache, options, reporter)
     if to is not None:
         export_archives(acquired, cache, to)
-    typer.echo(views.acquired_json(acquired) if as_json else views.acquired_table(acquired))
+    shown = cache_views.acquired_json if as_json else cache_views.acquired_table
+    typer.echo(shown(acquired))
 
 
 @cache_app.command("list")
-def cache_list(cache_dir: CacheDirOption = None, as_json: JsonOption = False) -> None:
+def cache_list(
+    cache_dir: CacheDirOption = None, dry_run: DryRun = False, as_json: JsonOption = False
+) -> None:
     """List the verified archives in the cache."""
-    from bundler.acquire.cache import Cache, cache_root
+    from bundler.acquire.cache import Cache
 
-    cache = Cache(cache_root(cache_dir))
-    shown = views.cache_json if as_json else views.cache_table
+    picked = Options()
+    root = cache_folder(cache_dir, picked)
+    if dry_run:
+        say_dry_run("cache list", [f"list the verified archives in {root}"], picked, as_json)
+        return
+    cache = Cache(root)
+    shown = cache_views.cache_json if as_json else cache_views.cache_table
     typer.echo(shown(cache.root, cache.entries()))
 
 
 @cache_app.command("clean")
 def cache_clean(
+    ctx: typer.Context,
     cache_dir: CacheDirOption = None,
     everything: Annotated[
         bool, typer.Option("--all", help="Also remove the verified archives.")
     ] = False,
+    dry_run: DryRun = False,
     as_json: JsonOption = False,
 ) -> None:
     """Remove partial downloads, extracted trees and kept templates (--all: the archives too)."""
-    from bundler.acquire.cache import Cache, cache_root
+    from bundler.acquire.cache import Cache
 
-    cache = Cache(cache_root(cache_dir))
+    picked = Options()
+    root = cache_folder(cache_dir, picked)
+    if dry_run:
+        pick_given(ctx, picked, everything=everything)
+        archives = " and the verified archives" if everything else ""
+        step = f"remove the partial downloads, extracted trees, kept templates{archives} in {root}"
+        say_dry_run("cache clean", [step], picked, as_json)
+        return
+    cache = Cache(root)
     freed = cache.clean(everything)
-    if as_json:
-        typer.echo(views.cache_clean_json(cache.root, freed))
-    else:
-        typer.echo(f"freed {views.human_size(freed)} in {cache.root}")
+    shown = cache_views.cache_clean_json if as_json else cache_views.cache_clean_report
+    typer.echo(shown(cache.root, freed))

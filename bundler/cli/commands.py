@@ -13,7 +13,8 @@ import typer
 import typer.main
 
 from bundler.cli import audit, build_commands, cache_commands, inspect, measure, profile_commands  # noqa: F401 (registers)
-from bundler.cli.app import _debug, app
+from bundler.cli.app import app
+from bundler.cli.session import Session
 from bundler.errors import BundleError, ExitCode
 
 __all__ = ["app", "command", "main"]
@@ -29,32 +30,30 @@ def main() -> None:
     """Entry point: run the CLI and map library errors onto the exit-code table. Typer itself
     handles usage errors (exit 2) and typer.Exit; everything ends in SystemExit. With --json,
     a failure also prints one JSON object on stdout (bundler.cli.failures)."""
-    from bundler import notes
     from bundler.cli.failures import json_requested, move_global_json
 
     utf8_streams()
     sys.argv[1:] = move_global_json(sys.argv[1:])
     as_json = json_requested(sys.argv[1:])
-    notes.set_sink(lambda message: typer.echo(message, err=True))
+    session = Session()
     try:
         try:
-            _run(as_json)
+            _run(as_json, session)
         finally:
-            if "bundler.cli.progress" in sys.modules:  # imported by commands that draw bars
-                sys.modules["bundler.cli.progress"].stop_all()
+            session.bars.stop_all()
     except BundleError as exc:
-        if _debug["on"]:
+        if session.debug:
             traceback.print_exc()
         _fail(f"error: {exc.message}", exc.message, exc.exit_code, as_json)
     except Exception:
-        if _debug["on"]:
+        if session.debug:
             raise
         error = traceback.format_exc(limit=-1).strip().splitlines()[-1]
         hint = "rerun with --debug and report it"
         _fail(f"internal error: {error}; {hint}.", error, ExitCode.INTERNAL, as_json, hint)
 
 
-def _run(as_json: bool) -> None:
+def _run(as_json: bool, session: Session) -> None:
     """The command tree in click's standalone mode. click prints a usage error and exits from
     inside its handler, so the SystemExit's context is the error: with --json, it is printed
     again as JSON."""
@@ -62,7 +61,7 @@ def _run(as_json: bool) -> None:
 
     root = command()
     try:
-        root()
+        root(obj=session)
     except SystemExit as exit:
         error = exit.__context__
         if as_json and isinstance(exit.code, int) and exit.code and click_error(error):

@@ -2,7 +2,8 @@
 
 typer has no option groups, so `takes` stands in for one: a command names a parameter of a group's
 type, and the command line shows the group's fields as options in its place. The command receives
-one group value, never the loose flags.
+one group value, never the loose flags. A group of one command alone is declared beside it
+(`bundle measure`'s ModelRun) and taken the same way.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import functools
 import inspect
 import typing
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar
 
@@ -21,7 +22,7 @@ import typer
 if TYPE_CHECKING:
     from bundler.acquire.artifacts import AcquireOptions
     from bundler.options import Options
-    from bundler.render.iss import IssSettings
+    from bundler.render.render_settings import IssSettings
     from bundler.ship.appconfig import AppConfig
 
 Command = TypeVar("Command", bound=Callable[..., Any])
@@ -48,11 +49,22 @@ class Sources:
     offline: bool = _flag(False, "--offline", "No network: cache, mirror folders, local installs.")
     allow_http: bool = _flag(False, "--allow-http", "Allow plain-http:// mirrors.")
 
-    def root(self) -> Path:
-        """The command's cache folder: --cache-dir, else $BUNDLE_CACHE_DIR, else the user's."""
-        from bundler.acquire.cache import cache_root
+    def root(self, picked: Options | None = None) -> Path:
+        """The command's cache folder: --cache-dir, else $BUNDLE_CACHE_DIR, else the user's,
+        with its origin kept in `picked` (bundler.cli.origins)."""
+        from bundler.cli.origins import cache_folder
+        from bundler.options import Options
 
-        return cache_root(self.cache_dir)
+        return cache_folder(self.cache_dir, picked or Options())
+
+    def pick(self, ctx: typer.Context, picked: Options) -> Path:
+        """The cache folder, and --mirror, --offline and --allow-http with their origins, for
+        a dry run to show."""
+        from bundler.cli.origins import pick_given
+
+        given = {"mirror": self.mirror, "offline": self.offline, "allow_http": self.allow_http}
+        pick_given(ctx, picked, **given)
+        return self.root(picked)
 
     def acquire(self, **more: Any) -> AcquireOptions:
         """The acquisition settings these flags ask for (`more`: mode, verify, search); the
@@ -196,7 +208,6 @@ class Writing:
         return asdict(self) | {"link": picked.pick("link", self.link, settings.link, None, False)}
 
 
-GROUPS: tuple[type, ...] = (Sources, Installer, Outputs, VcRuntime, Writing)
 ANY_SOURCE = Sources()
 NO_INSTALLER_FLAGS = Installer()
 DEFAULT_OUTPUTS = Outputs()
@@ -211,7 +222,7 @@ def takes(command: Command) -> Command:
     grouped = {
         name: param.annotation
         for name, param in signature.parameters.items()
-        if param.annotation in GROUPS
+        if is_group(param.annotation)
     }
     flat = [param for param in signature.parameters.values() if param.name not in grouped]
     for group in grouped.values():
@@ -228,6 +239,13 @@ def takes(command: Command) -> Command:
 
     with_groups.__signature__ = signature.replace(parameters=flat)  # type: ignore[attr-defined]
     return typing.cast(Command, with_groups)
+
+
+def is_group(annotation: Any) -> bool:
+    """A group: a dataclass whose fields are options (`_flag`) and that names its help panel,
+    one of these or a command's own (`bundle measure`'s ModelRun)."""
+    is_class = isinstance(annotation, type)
+    return is_class and is_dataclass(annotation) and hasattr(annotation, "panel")
 
 
 def _group_parameters(group: Any) -> list[inspect.Parameter]:

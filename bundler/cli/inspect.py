@@ -9,7 +9,7 @@ import typer
 
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
-from bundler.cli import views
+from bundler.cli import inspect_views, session
 from bundler.cli.app import (
     CacheDirOption,
     JsonOption,
@@ -17,8 +17,13 @@ from bundler.cli.app import (
     SearchOption,
     app,
 )
+from bundler.cli.dry_run_views import acquire_step
+from bundler.cli.flags import DryRun, ScanProfile
+from bundler.cli.origins import cache_folder, pick_given, say_dry_run
 from bundler.errors import ExitCode, InputFileError
+from bundler.options import Options
 from bundler.profiles import DEFAULT_PROFILE
+from bundler.reporter import SILENT, Reporter
 
 if TYPE_CHECKING:
     from bundler.plan import Plan
@@ -26,6 +31,7 @@ if TYPE_CHECKING:
 
 @app.command()
 def deps(
+    ctx: typer.Context,
     files: Annotated[
         list[Path], typer.Argument(metavar="FILE...", help="The app's .exe (and any plugin DLLs).")
     ],
@@ -43,19 +49,38 @@ def deps(
         typer.Option("--fetch", help="Also search the profile's artifacts (fetched if needed)."),
     ] = False,
     cache_dir: CacheDirOption = None,
+    dry_run: DryRun = False,
 ) -> None:
     """Resolve the complete DLL closure of FILES; exit 3 when anything is missing."""
-    plan = _resolve(files, profile, search or [], fetch_artifacts, cache_dir)
+    if dry_run:
+        picked = Options()
+        pick_given(ctx, picked, profile=profile, search=search, fetch_artifacts=fetch_artifacts)
+        steps = _deps_steps(files, profile, fetch_artifacts, cache_folder(cache_dir, picked))
+        say_dry_run("deps", steps, picked, as_json)
+        return
+    reporter = session.of(ctx).reporter
+    plan = _resolve(files, profile, search or [], fetch_artifacts, cache_dir, reporter)
     if why is not None:
         _print_why(plan, why)
     elif as_json:
         typer.echo(plan.to_json())
     else:
-        typer.echo(views.TreeView(plan, show_system).render())
+        typer.echo(inspect_views.TreeView(plan, show_system).render())
         typer.echo("")
-        typer.echo(views.summary(plan))
+        typer.echo(inspect_views.summary(plan))
     if plan.missing:
         raise typer.Exit(ExitCode.MISSING)
+
+
+def _deps_steps(files: list[Path], profile_name: str, fetch: bool, cache: Path) -> list[str]:
+    """What `bundle deps` would do: with --fetch, acquire the profile's artifacts first."""
+    from bundler.profiles import load_profile
+
+    profile = load_profile(profile_name)
+    names = ", ".join(str(path) for path in files)
+    unused = "" if fetch else " (the cache is used only with --fetch)"
+    resolving = f"resolve the DLL closure of {names} for {profile.name}{unused}"
+    return [acquire_step(profile, cache), resolving] if fetch else [resolving]
 
 
 def _resolve(
@@ -64,11 +89,13 @@ def _resolve(
     search: list[Path],
     fetch: bool = False,
     cache_dir: Path | None = None,
+    reporter: Reporter = SILENT,
 ) -> Plan:
     """Inputs are read before any fetch, so a wrong exe fails at once, not after a download."""
-    from bundler.acquire.artifacts import AcquireOptions, acquire_profile, dll_search_path
-    from bundler.acquire.cache import Cache, cache_root
-    from bundler.cli.progress import progress_for
+    from bundler.acquire.acquired import dll_search_path
+    from bundler.acquire.artifacts import AcquireOptions, acquire_profile
+    from bundler.acquire.cache import Cache
+    from bundler.cache_root import cache_root
     from bundler.profiles import load_profile
     from bundler.resolve import read_inputs, resolve
     from bundler.system import load_system_policy
@@ -76,8 +103,8 @@ def _resolve(
     profile = load_profile(profile_name)
     apps = read_inputs(files, profile, search)
     if fetch:
-        cache = Cache(cache_root(cache_dir))
-        acquired = acquire_profile(profile, cache, AcquireOptions(), progress_for)
+        cache = Cache(cache_root(cache_dir), reporter)
+        acquired = acquire_profile(profile, cache, AcquireOptions(), reporter)
         search = search + dll_search_path(acquired)
     return resolve(apps, profile, load_system_policy(), search)
 
@@ -87,7 +114,7 @@ def _print_why(plan: Plan, name: str) -> None:
         raise typer.BadParameter(
             f"{name} is not in the closure of these files for {plan.profile}.", param_hint="--why"
         )
-    typer.echo(views.why(plan, name))
+    typer.echo(inspect_views.why(plan, name))
 
 
 @app.command()
@@ -101,14 +128,7 @@ def scan(
             help="Also match names against the DLLs in DIR (default: the DLLs' own folders).",
         ),
     ] = None,
-    profile: Annotated[
-        str | None,
-        typer.Option(
-            "--profile",
-            "-p",
-            help=f"Take the GPU driver DLL names from this profile (default: {DEFAULT_PROFILE}).",
-        ),
-    ] = None,
+    profile: ScanProfile = None,
     as_json: JsonOption = False,
 ) -> None:
     """Find the DLLs a binary may load at run time (LoadLibrary), with the evidence."""
@@ -125,4 +145,4 @@ def scan(
     known = Pool.of(list(folders), drivers)
     policy = load_system_policy()
     results = [scan_file(dll, known, policy) for dll in dlls]
-    typer.echo(views.scan_json(results) if as_json else views.scan_table(results))
+    typer.echo(inspect_views.scan_json(results) if as_json else inspect_views.scan_table(results))

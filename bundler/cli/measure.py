@@ -4,15 +4,19 @@ on this machine, and the app evidence file `bundle build --evidence` prunes from
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, ClassVar
 
 import typer
 
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
+from bundler.cli import session
 from bundler.cli.app import JsonOption, app
+from bundler.cli.flags import EvidenceOut, MeasureOrt, MeasureProfile
+from bundler.cli.groups import _flag, takes
 from bundler.errors import ConfigError
 from bundler.measure import DEFAULT_TIMEOUT
 
@@ -25,57 +29,70 @@ class ProviderChoice(StrEnum):
     cpu = "cpu"
 
 
+@dataclass(frozen=True)
+class ModelRun:
+    """How each model runs: on which provider, with which of its options, the dynamic
+    dimensions' sizes, the libraries found first and the time each may take."""
+
+    panel: ClassVar[str] = "How each model runs"
+    libs: Path | None = _flag(
+        None,
+        "--libs",
+        "The folder holding the profile's CUDA and cuDNN libraries, searched first (Windows: "
+        "the built bundle folder; Linux: a folder of libcudnn*.so.9, libcudart.so.13, ...).",
+    )
+    provider: ProviderChoice = _flag(
+        ProviderChoice.cuda, "--provider", "The execution provider to measure on."
+    )
+    cuda_options: list[str] | None = _flag(
+        None,
+        "--cuda-option",
+        "A CUDA provider option, as the app sets it (repeatable), e.g. device_id=0.",
+        metavar="KEY=VALUE",
+    )
+    dims: list[str] | None = _flag(
+        None,
+        "--dim",
+        "The size of a named dynamic dimension (repeatable; default 1).",
+        metavar="NAME=N",
+    )
+    timeout: float = _flag(DEFAULT_TIMEOUT, "--timeout", "Seconds each model may take.", min=1)
+
+    def setup(self, release: str) -> Setup:
+        """The measuring processes' setup for ORT `release`; a contradiction or a missing
+        --libs folder is refused here, before any model runs."""
+        from bundler.measure.parent import PROVIDERS, Setup
+
+        if self.cuda_options and self.provider is ProviderChoice.cpu:
+            raise ConfigError("--cuda-option needs --provider cuda.")
+        if self.libs is not None and not self.libs.is_dir():
+            message = "no such folder; give the folder holding the libraries."
+            raise ConfigError(f"--libs {self.libs}: {message}")
+        dims = _pairs(self.dims or [], "--dim")
+        return Setup(
+            ort=release,
+            provider=PROVIDERS[self.provider.value],
+            provider_options=_pairs(self.cuda_options or [], "--cuda-option", "KEY=VALUE"),
+            dims={name: _size(name, value) for name, value in dims.items()},
+            libs=self.libs,
+            timeout=self.timeout,
+        )
+
+
+AS_GIVEN = ModelRun()
+
+
 @app.command()
+@takes
 def measure(
+    ctx: typer.Context,
     models: Annotated[
         list[Path], typer.Argument(metavar="MODEL...", help="The ONNX models the app runs.")
     ],
-    out: Annotated[Path, typer.Option("--out", help="The app evidence file to write (JSON).")],
-    ort: Annotated[
-        str | None,
-        typer.Option("--ort", help="The ORT release the bundle ships, e.g. 1.31.1."),
-    ] = None,
-    profile: Annotated[
-        str | None,
-        typer.Option(
-            "--profile",
-            "-p",
-            help="Instead of --ort: the bundle's profile (its ORT release; its cuDNN version "
-            "is checked against the one the models load).",
-        ),
-    ] = None,
-    libs: Annotated[
-        Path | None,
-        typer.Option(
-            "--libs",
-            help="The folder holding the profile's CUDA and cuDNN libraries, searched first "
-            "(Windows: the built bundle folder; Linux: a folder of libcudnn*.so.9, "
-            "libcudart.so.13, ...).",
-        ),
-    ] = None,
-    provider: Annotated[
-        ProviderChoice,
-        typer.Option("--provider", help="The execution provider to measure on."),
-    ] = ProviderChoice.cuda,
-    cuda_options: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--cuda-option",
-            metavar="KEY=VALUE",
-            help="A CUDA provider option, as the app sets it (repeatable), e.g. device_id=0.",
-        ),
-    ] = None,
-    dims: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--dim",
-            metavar="NAME=N",
-            help="The size of a named dynamic dimension (repeatable; default 1).",
-        ),
-    ] = None,
-    timeout: Annotated[
-        float, typer.Option("--timeout", help="Seconds each model may take.", min=1)
-    ] = DEFAULT_TIMEOUT,
+    out: EvidenceOut,
+    ort: MeasureOrt = None,
+    profile: MeasureProfile = None,
+    run: ModelRun = AS_GIVEN,
     as_json: JsonOption = False,
 ) -> None:
     """Run each MODEL once with ONNX Runtime on this machine, each in a fresh process, and
@@ -92,8 +109,8 @@ def measure(
     from bundler.measure.parent import measure as run_measure
 
     release, cudnn = _release(ort, profile)
-    setup = _setup(release, provider, cuda_options or [], dims or [], libs, timeout)
-    measurement = run_measure(models, setup, lambda line: typer.echo(line, err=True))
+    setup = run.setup(release)
+    measurement = run_measure(models, setup, session.of(ctx).reporter.note)
     if not as_json:
         typer.echo(report(measurement))
     require_success(measurement)
@@ -101,30 +118,6 @@ def measure(
     document = evidence_document(measurement)
     write_evidence(document, out)
     typer.echo(evidence_text(document).rstrip("\n") if as_json else f"wrote {out}")
-
-
-def _setup(
-    release: str,
-    provider: ProviderChoice,
-    cuda_options: list[str],
-    dims: list[str],
-    libs: Path | None,
-    timeout: float,
-) -> Setup:
-    from bundler.measure.parent import PROVIDERS, Setup
-
-    if cuda_options and provider is ProviderChoice.cpu:
-        raise ConfigError("--cuda-option needs --provider cuda.")
-    if libs is not None and not libs.is_dir():
-        raise ConfigError(f"--libs {libs}: no such folder; give the folder holding the libraries.")
-    return Setup(
-        ort=release,
-        provider=PROVIDERS[provider.value],
-        provider_options=_pairs(cuda_options, "--cuda-option", "KEY=VALUE"),
-        dims={name: _size(name, value) for name, value in _pairs(dims, "--dim").items()},
-        libs=libs,
-        timeout=timeout,
-    )
 
 
 def _release(ort: str | None, profile: str | None) -> tuple[str, str | None]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -9,7 +10,7 @@ import typer
 
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
-from bundler.cli import profile_views
+from bundler.cli import profile_views, session
 from bundler.cli.app import (
     AllowHttpOption,
     CacheDirOption,
@@ -19,12 +20,17 @@ from bundler.cli.app import (
     SourceOption,
     profiles_app,
 )
+from bundler.cli.dry_run_views import acquire_step
+from bundler.cli.flags import DryRun, ProfileOut
 from bundler.cli.groups import ANY_SOURCE, Sources, takes
+from bundler.cli.origins import cache_folder, pick_given, say_dry_run
 from bundler.errors import ExitCode
+from bundler.options import Options
 from bundler.profiles import DEFAULT_PROFILE
 
 if TYPE_CHECKING:
-    pass
+    from bundler.rules.derive import NewProfile
+    from bundler.rules.derive.flavours import Flavour
 
 
 @profiles_app.callback(invoke_without_command=True)
@@ -59,16 +65,18 @@ def profiles_show(
 @profiles_app.command("check")
 @takes
 def profiles_check(
+    ctx: typer.Context,
     name: Annotated[str, typer.Argument(metavar="NAME", help="Profile name or .toml path.")],
     source: SourceOption = "auto",
     sources: Sources = ANY_SOURCE,
     search: SearchOption = None,
+    dry_run: DryRun = False,
     as_json: JsonOption = False,
 ) -> None:
     """Scan a profile's DLLs and compare what they load at run time with its rules."""
-    from bundler.acquire.artifacts import acquire_profile, dll_search_path
+    from bundler.acquire.acquired import dll_search_path
+    from bundler.acquire.artifacts import acquire_profile
     from bundler.acquire.cache import Cache
-    from bundler.cli.progress import progress_for
     from bundler.fit import require_resolved
     from bundler.profiles import load_profile
     from bundler.resolve import resolve
@@ -78,8 +86,16 @@ def profiles_check(
 
     profile = load_profile(name)
     options = sources.acquire(mode=source, search=tuple(search or ()))
-    cache = Cache(sources.root())
-    acquired = acquire_profile(profile, cache, options, progress_for)
+    if dry_run:
+        picked = Options()
+        pick_given(ctx, picked, source=source, search=search)
+        acquiring = acquire_step(profile, sources.pick(ctx, picked))
+        checking = "scan its DLLs for what they load at run time and compare that with its rules"
+        say_dry_run("profiles check", [acquiring, checking], picked, as_json)
+        return
+    reporter = session.of(ctx).reporter
+    cache = Cache(sources.root(), reporter)
+    acquired = acquire_profile(profile, cache, options, reporter)
     provides = [entry for artifact in profile.artifacts for entry in artifact.provides]
     folders = dll_search_path(acquired)
     policy = load_system_policy()
@@ -101,10 +117,10 @@ def profiles_outdated(
     """Ask the package index which ORT and CUDA/cuDNN releases the shipped profiles miss, and
     list the newest EP packs; exit 24 when the catalogue is behind."""
     from bundler.acquire.download import DownloadPolicy
-    from bundler.rules.derive.index import default_index_url
     from bundler.rules.derive.outdated import outdated
 
-    report = outdated(index_url or default_index_url(), DownloadPolicy(allow_http=allow_http))
+    index = _index(index_url, Options())
+    report = outdated(index, DownloadPolicy(allow_http=allow_http))
     typer.echo(
         profile_views.outdated_json(report) if as_json else profile_views.outdated_text(report)
     )
@@ -114,6 +130,7 @@ def profiles_outdated(
 
 @profiles_app.command("new")
 def profiles_new(
+    ctx: typer.Context,
     ort: Annotated[str, typer.Option("--ort", help="The ORT release, e.g. 1.31.1, or latest.")],
     flavour: Annotated[
         str,
@@ -131,43 +148,35 @@ def profiles_new(
             "build, preferring the flavour's default).",
         ),
     ] = None,
-    out: Annotated[
-        Path | None, typer.Option("--out", help="Write the profile here (default: stdout).")
-    ] = None,
+    out: ProfileOut = None,
     index_url: IndexUrlOption = None,
     cache_dir: CacheDirOption = None,
     allow_http: AllowHttpOption = False,
+    dry_run: DryRun = False,
     as_json: JsonOption = False,
 ) -> None:
     """Derive a profile for an ORT release from its wheels: pins, DLLs, roots, rules."""
     from bundler.acquire.artifacts import AcquireOptions
-    from bundler.acquire.cache import Cache, cache_root
-    from bundler.acquire.download import DownloadPolicy
-    from bundler.cli.progress import progress_for
-    from bundler.render.engine import write_text
-    from bundler.rules.derive import NewProfile, derive_profile
+    from bundler.acquire.cache import Cache
+    from bundler.rules.derive import derive_profile
     from bundler.rules.derive.flavours import load_flavour
-    from bundler.rules.derive.index import default_index_url, latest_release
 
-    auto = flavour == "gpu"
-    chosen = load_flavour("gpu-cuda12" if auto else flavour)  # gpu: the package to fetch
-    index = index_url or default_index_url()
-    policy = DownloadPolicy(allow_http=allow_http)
-    if ort == "latest":
-        ort = latest_release(chosen, index, policy)
-    request = NewProfile(
-        ort=ort,
-        flavour=chosen,
-        components=components,
-        index_url=index,
-        policy=policy,
-        command=f"bundle profiles new --ort {ort} --flavour {'' if auto else chosen.name}",
-        cuda_from_build=auto,
-    )
+    picked = Options()
+    given = {"ort": ort, "flavour": flavour, "components": components, "out": out}
+    pick_given(ctx, picked, **given, allow_http=allow_http)
+    index, root = _index(index_url, picked), cache_folder(cache_dir, picked)
+    chosen = load_flavour("gpu-cuda12" if flavour == "gpu" else flavour)  # gpu: the package
+    if dry_run:
+        steps = _new_steps(chosen.ort.package, ort, flavour, index, root, out)
+        say_dry_run("profiles new", steps, picked, as_json)
+        return
+    request = _new_request(chosen, ort, flavour == "gpu", components, index, allow_http)
     options = AcquireOptions(mode="pip", policy=request.policy)
-    cache = Cache(cache_root(cache_dir))
-    derived = derive_profile(request, cache, options, progress_for)
+    reporter = session.of(ctx).reporter
+    derived = derive_profile(request, Cache(root, reporter), options, reporter)
     if out is not None:
+        from bundler.render.engine import write_text
+
         write_text(out, derived.text)  # atomic; OutputError when it cannot be written
     if as_json:
         typer.echo(profile_views.profile_new_json(derived, out))
@@ -175,3 +184,47 @@ def profiles_new(
         typer.echo(derived.text, nl=False)
     else:
         typer.echo(f"wrote {out} ({derived.name}): review it, then bundle build --profile {out}")
+
+
+def _new_request(
+    flavour: Flavour, ort: str, auto: bool, components: str | None, index: str, http: bool
+) -> NewProfile:
+    """What `bundle profiles new` derives: --ort latest is the index's newest release; `auto`
+    (--flavour gpu): the wheel's own CUDA major picks the GPU flavour."""
+    from bundler.acquire.download import DownloadPolicy
+    from bundler.rules.derive import NewProfile
+    from bundler.rules.derive.index import latest_release
+
+    policy = DownloadPolicy(allow_http=http)
+    if ort == "latest":
+        ort = latest_release(flavour, index, policy)
+    return NewProfile(
+        ort=ort,
+        flavour=flavour,
+        components=components,
+        index_url=index,
+        policy=policy,
+        command=f"bundle profiles new --ort {ort} --flavour {'' if auto else flavour.name}",
+        cuda_from_build=auto,
+    )
+
+
+def _index(flag: str | None, picked: Options) -> str:
+    """The package index: --index-url, else $PIP_INDEX_URL, else PyPI's (as pip reads them;
+    bundler.rules.derive.index.default_index_url), its origin kept in `picked`."""
+    from bundler.rules.derive.index import PYPI_SIMPLE
+
+    variable = ("PIP_INDEX_URL", os.environ.get("PIP_INDEX_URL") or None)
+    return picked.pick("index_url", flag, env=variable, default=PYPI_SIMPLE) or PYPI_SIMPLE
+
+
+def _new_steps(
+    package: str, ort: str, flavour: str, index: str, cache: Path, out: Path | None
+) -> list[str]:
+    """What `bundle profiles new` would do, in its order (bundler.rules.derive)."""
+    release = f"the newest {package} release" if ort == "latest" else f"{package} {ort}"
+    return [
+        f"find {release}'s wheel on {index}",
+        f"download it and the wheels of flavour {flavour}'s fitting component set into {cache}",
+        f"derive the profile from their DLLs and {f'write it to {out}' if out else 'print it'}",
+    ]

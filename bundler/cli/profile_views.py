@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bundler.cli.views import human_size
+from bundler.cli.sizes import human_size
 from bundler.errors import ExitCode
 
 if TYPE_CHECKING:  # type hints only: importing views must not import every command's modules

@@ -7,24 +7,29 @@ import sys
 import time
 from typing import TextIO
 
-from bundler.acquire.download import ProgressCallback
+from bundler.progress_meter import ProgressCallback
 
 _STEP_UNKNOWN = 64 * 1000 * 1000
-_live: list[_Bar] = []  # bars drawing now: a step that fails never finishes its bar
 
 
-def stop_all() -> None:
-    """Stop every bar still drawing (the CLI calls this however a command ends), so a failed
-    step leaves no hidden cursor and no redirected stdout/stderr behind."""
-    while _live:
-        _live.pop().stop()
+class ProgressBars:
+    """The progress of one command run: a bar per step on a terminal, plain lines in a log. It
+    knows the bars drawing now, so the CLI can stop them however the command ends (a step that
+    fails never finishes its bar). Called as a ProgressFactory: (label, total) -> callback."""
 
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream
+        self.live: list[_Bar] = []
 
-def progress_for(
-    label: str, total: int | None, stream: TextIO | None = None
-) -> ProgressCallback | None:
-    out = stream or sys.stderr
-    return _Bar(label, total, out) if out.isatty() else _Lines(label, total, out)
+    def __call__(self, label: str, total: int | None) -> ProgressCallback | None:
+        out = self.stream or sys.stderr
+        return _Bar(label, total, out, self.live) if out.isatty() else _Lines(label, total, out)
+
+    def stop_all(self) -> None:
+        """Stop every bar still drawing, so a failed step leaves no hidden cursor and no
+        redirected stdout/stderr behind."""
+        while self.live:
+            self.live.pop().stop()
 
 
 def _mb(size: int) -> str:
@@ -35,7 +40,7 @@ class _Bar:
     """rich's progress bar (installed with typer), the same look for every long step. rich is
     imported only here, on a terminal: a CI log never pays for it."""
 
-    def __init__(self, label: str, total: int | None, out: TextIO) -> None:
+    def __init__(self, label: str, total: int | None, out: TextIO, live: list[_Bar]) -> None:
         from rich.console import Console
         from rich.progress import (
             BarColumn,
@@ -57,6 +62,7 @@ class _Bar:
             auto_refresh=False,  # redrawn by the calls below, at most every 0.1 s: no thread
         )
         self.task = self.progress.add_task(label, total=total)
+        self.live = live
         self.last_draw = 0.0
         self.started = False
 
@@ -64,7 +70,7 @@ class _Bar:
         if not self.started:  # drawn from the first byte on, not when the step is planned
             self.started = True
             self.progress.start()
-            _live.append(self)
+            self.live.append(self)
         finished = total is not None and done >= total
         now = time.monotonic()
         self.progress.update(self.task, completed=done, total=total)
@@ -77,8 +83,8 @@ class _Bar:
 
     def stop(self) -> None:
         self.progress.stop()
-        if self in _live:
-            _live.remove(self)
+        if self in self.live:
+            self.live.remove(self)
 
 
 class _Lines:

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,13 +34,13 @@ from bundler.files import remove, replace
 from bundler.measure import DEFAULT_TIMEOUT
 from bundler.measure.names import windows_name
 from bundler.models import ModelOps, read_model_ops
+from bundler.reporter import Note
 
 CHILD = Path(__file__).with_name("child.py")
 PROVIDERS = {"cuda": "CUDAExecutionProvider", "cpu": "CPUExecutionProvider"}
 PACKAGES = {"CUDAExecutionProvider": "onnxruntime-gpu", "CPUExecutionProvider": "onnxruntime"}
 ABOUT_TIMEOUT = 60.0  # seconds for the import check, whatever the models may take
 _STDERR_LINES = 3  # of a failed child's stderr, in the message
-Note = Callable[[str], None]
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,9 @@
-"""Decide layer: bundle-doctor.dat, the doctor's view of the lock. bundle-doctor.exe
-(doctor/) reads it on the customer's machine without a JSON parser: one record a line, fields
-split by a tab, the last line the SHA-256 of everything before it, so that a truncated or
-edited file is refused (exit 22) rather than trusted. docs/doctor.md describes the format."""
+"""Act layer: bundle-doctor.dat, the doctor's view of the lock, rendered and written into the
+bundle folder. `doctor_data` renders it, `write_doctor_data` writes it when it changed.
+bundle-doctor.exe (doctor/) reads it on the customer's machine without a JSON parser: one
+record a line, fields split by a tab, the last line the SHA-256 of everything before it, so
+that a truncated or edited file is refused (exit 22) rather than trusted. docs/doctor.md
+describes the format."""
 
 from __future__ import annotations
 

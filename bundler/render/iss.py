@@ -19,79 +19,28 @@ from typing import Any
 from bundler import __version__
 from bundler.errors import ConfigError
 from bundler.lock import DOCTOR_DATA, DOCTOR_EXE, LOCK_NAME, Lock, PayloadFile
-from bundler.render.engine import (
-    ISPP_INLINE_END,
-    ISPP_INLINE_START,
-    Templates,
-    inno_directive,
-    relative_folder,
-    write_text,
+from bundler.render.engine import Templates, relative_folder, write_text
+from bundler.render.escaping import ISPP_INLINE_END, ISPP_INLINE_START
+from bundler.render.render_settings import (
+    DEFAULT_COMPRESSION,
+    DEFAULT_DICTIONARY_KB,
+    IssSettings,
+    version_info,
 )
 from bundler.render.sign import (
     SIGN_SCRIPT,
     SIGN_TOOL_NAME,
-    SignSettings,
     has_sign_script,
     write_sign_command,
 )
-from bundler.validate import COMPRESSIONS, INSTALL_SCOPES
 
 ISS_NAME = "setup.iss"
 TEMPLATE = "setup.iss.j2"
-# Measured on the 2.6 GB GPU payload (benchmarks/README.md, P9): LZMA2 at "normal" with a 16 MiB
-# dictionary, solid, in ISCC's separate 64-bit compressor process took 0.96x the time of
-# `7z a -mx5 -mmt=on` at 1.02x its size; Inno's plain lzma2 (= lzma2/max, per file) 1.20x / 1.04x.
-DEFAULT_COMPRESSION = "lzma2/normal"
-DEFAULT_DICTIONARY_KB = 16384
 # Above this many payload bytes the setup is split into slices (DiskSpanning): one setup
 # file cannot exceed about 2.1 GB, and the compressed size is not known before compiling.
 SPAN_ABOVE = 2_000_000_000
 _NOT_IN_FILE_NAMES = re.compile(r'[\\/:*?"<>|]')
 _APP_ID_NAMESPACE = uuid.UUID("9f0b7a52-3c1e-5d4a-8b6e-2f1d0c9a7e31")  # bundle's own
-
-
-@dataclass(frozen=True)
-class IssSettings:
-    """What the user decides about the installer (flags, else bundle.toml [render])."""
-
-    app_name: str | None = None  # default: the exe's ProductName, else its name without .exe
-    app_version: str | None = None  # default: the exe's FileVersion (VS_VERSIONINFO)
-    publisher: str | None = None
-    app_id: str | None = None  # default: derived from the app name, stable across runs
-    compression: str = DEFAULT_COMPRESSION
-    shortcut: bool = False  # a Start-menu shortcut to the app
-    require_gpu: bool | None = None  # default: the profile's gpu_driver.require
-    install_scope: str = "machine"  # "machine" (admin), "user" (no admin) or "ask"
-    sign: SignSettings | None = None  # bundle.toml [sign]: sign the setup and its uninstaller
-
-    def checked(self, vc_runtime: str | None = None) -> IssSettings:
-        """The settings, validated before anything is built or written (with the bundle's VC++
-        runtime mode when it is known: installer mode needs administrator rights)."""
-        if self.install_scope not in INSTALL_SCOPES:
-            raise ConfigError(
-                f"install_scope '{self.install_scope}' is not one of {', '.join(INSTALL_SCOPES)}."
-            )
-        if self.install_scope != "machine" and vc_runtime == "installer":
-            raise ConfigError(
-                f"install_scope '{self.install_scope}' cannot run vc_redist.x64.exe, which needs "
-                "administrator rights; use --vc-runtime app-local, or install_scope 'machine'."
-            )
-        if self.compression not in COMPRESSIONS:
-            raise ConfigError(
-                f"installer compression '{self.compression}' is not one Inno Setup knows; "
-                "use lzma2 (the default), lzma2/fast, zip, zip/1 ... zip/9, bzip or none."
-            )
-        if self.sign is not None:
-            self.sign.checked()
-        for text in (self.app_name, self.app_version, self.publisher, self.app_id):
-            if text is not None:
-                inno_directive(text)  # refuses what no Inno line can hold, before any work
-        if self.app_version is not None and not _version_info(self.app_version):
-            raise ConfigError(
-                f"app version '{self.app_version}' must start with up to four numbers "
-                "(1.2, 1.2.3, 1.2.3.4, optionally followed by text such as 1.2.3-rc1)."
-            )
-        return self
 
 
 @dataclass(frozen=True)
@@ -153,7 +102,7 @@ def iss_values(
         "app_name": name,
         "dir_name": _NOT_IN_FILE_NAMES.sub("_", name),
         "app_version": version,
-        "version_info": _version_info(version) if version else None,
+        "version_info": version_info(version) if version else None,
         "publisher": settings.publisher,
         "app_exe": lock.app,
         "shortcut": settings.shortcut,
@@ -235,12 +184,6 @@ def _payload_bytes(lock: Lock, bundle_dir: Path) -> int:
             size = path.stat().st_size if path.is_file() else 0
         total += size
     return total
-
-
-def _version_info(version: str) -> str | None:
-    """The numeric part Windows puts in the setup's own version resource (up to 4 numbers)."""
-    match = re.match(r"\d{1,5}(\.\d{1,5}){0,3}", version)
-    return match.group(0) if match else None
 
 
 def _file_stem(text: str) -> str:

@@ -1,14 +1,14 @@
 """Act layer: rendered outputs kept between runs, so that a build whose setup script and
 post-build files come out as before does not need the template engine at all.
 
-A rendering is a pure function of the template sources, the filters (bundler/render/engine.py) and
-the values. The values of our renderers are plain data (dicts, lists, str, int, bool, None):
-the key is the SHA-256 of every template file, render.py, the installed jinja2 (its file's
-place, size and time: an upgrade changes them), the template's name and the values' repr, which
-tells True from 1 and a tuple from a list. Anything else in the values, a subclass of str or int
-included (it may render other than its repr), is simply not cached. An entry carries the
-SHA-256 of its text and is written atomically, so a damaged entry is a miss, never a wrong
-output. Only successful renderings are stored, so a value a filter refuses is refused again.
+A rendering is a pure function of the template sources, the filters (bundler/render/escaping.py)
+and the values. The values of our renderers are plain data (dicts, lists, str, int, bool, None):
+the key is the SHA-256 of every template file, engine.py and escaping.py, the installed jinja2
+(its file's place, size and time: an upgrade changes them), the template's name and the values'
+repr, which tells True from 1 and a tuple from a list. Anything else in the values, a subclass
+of str or int included (it may render other than its repr), is simply not cached. An entry
+carries the SHA-256 of its text and is written atomically, so a damaged entry is a miss, never
+a wrong output. Only successful renderings are stored, so a value a filter refuses is refused again.
 The KEEP entries used last are kept.
 
 The folder is shared with jinja2's compiled templates: <cache>/templates (bundle's cache folder,
@@ -123,7 +123,8 @@ def sources_digest() -> bytes:
         if path.is_file():
             digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
             digest.update(path.read_bytes() + b"\0")
-    digest.update((Path(__file__).parent / "engine.py").read_bytes())
+    for module in ("engine.py", "escaping.py"):  # the environment, the filters
+        digest.update((Path(__file__).parent / module).read_bytes())
     digest.update(_jinja2_identity())
     return digest.digest()
 

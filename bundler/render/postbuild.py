@@ -21,13 +21,9 @@ from typing import Any
 
 from bundler import __version__
 from bundler.lock import LOCK_NAME, Lock
-from bundler.render.engine import (
-    Templates,
-    inno_source,
-    relative_folder,
-    windows_path,
-    write_text,
-)
+from bundler.render.engine import Templates, relative_folder, write_text
+from bundler.render.escaping import inno_source, windows_path
+from bundler.render.render_settings import PostbuildSettings
 
 POSTBUILD_NAME = "postbuild.cmd"
 EVENT_NAME = "postbuild.event.xml"
@@ -36,14 +32,6 @@ EVENT_TEMPLATE = "postbuild.event.xml.j2"
 # Where the event names the script's folder when bundle does not know the project's folder:
 # the user replaces it (the event's comment says so). A wrong path fails the build visibly.
 PLACEHOLDER = "BUNDLE_FOLDER\\"
-
-
-@dataclass(frozen=True)
-class PostbuildSettings:
-    """project_dir: the Visual Studio project's folder (bundle.toml [render] project_dir, or
-    --project-dir); with it the event names the script relative to $(ProjectDir)."""
-
-    project_dir: Path | None = None
 
 
 @dataclass(frozen=True)

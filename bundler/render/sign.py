@@ -19,77 +19,16 @@ quoted file to sign, $q a quote, $$ a dollar.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from bundler import __version__
-from bundler.errors import ConfigError
-from bundler.manifest import Table
 from bundler.render.engine import Templates, write_text
-from bundler.validate import SIGN_TOOLS
+from bundler.render.render_settings import SignSettings
 
 SIGN_TOOL_NAME = "bundlesign"
 SIGN_COMMAND_FILE = "signtool.txt"
 SIGN_SCRIPT = "bundlesign.cmd"  # the osslsigncode preset's batch file, beside the script
 SCRIPT_TEMPLATE = "bundlesign.cmd.j2"
-# Keys that would put a secret into bundle.toml: refused, whatever their value.
-SECRET_KEYS = ("password", "pass", "pfx_password", "pin", "passphrase")
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-@dataclass(frozen=True)
-class SignSettings:
-    """bundle.toml [sign]: which tool signs, with what (the module docstring says how)."""
-
-    tool: str
-    command: str | None = None  # tool = "custom": Inno's Sign Tool command ($f, $q, $$)
-    certificate: str | None = None  # a PFX file, or (osslsigncode) a PKCS#11 URI
-    password_env: str | None = None  # the NAME of the variable that holds the PFX password
-    timestamp_url: str | None = None
-    description: str | None = None
-
-    def checked(self) -> SignSettings:
-        """The settings, or a one-line ConfigError saying what to change."""
-        if self.tool not in SIGN_TOOLS:
-            raise ConfigError(f"[sign] tool '{self.tool}' is not one of {', '.join(SIGN_TOOLS)}.")
-        if self.tool == "custom":
-            if not self.command or "$f" not in self.command:
-                raise ConfigError(
-                    "[sign] tool 'custom' needs command = \"...\" naming the file to sign as $f "
-                    "(Inno Setup's Sign Tool syntax: $q a quote, $$ a dollar)."
-                )
-            _one_line("command", self.command)
-            return self
-        if self.command is not None:
-            raise ConfigError(
-                f"[sign] command is only for tool = 'custom'; tool '{self.tool}' builds its own."
-            )
-        if not self.certificate:
-            raise ConfigError(
-                f"[sign] tool '{self.tool}' needs certificate = \"PATH.pfx\""
-                + (" (or a pkcs11: URI)." if self.tool == "osslsigncode" else ".")
-            )
-        if self.password_env is not None and not _ENV_NAME.fullmatch(self.password_env):
-            raise ConfigError(
-                f"[sign] password_env '{self.password_env}' is not an environment variable "
-                "name; give the NAME of the variable that holds the password (e.g. PFX_PASSWORD)."
-            )
-        for key in ("certificate", "timestamp_url", "description"):
-            value = getattr(self, key)
-            if value is not None:
-                _plain(key, value)
-        return self
-
-
-def refuse_secrets(table: Table) -> None:
-    """A literal password in the [sign] table is an error, never silently ignored."""
-    for key in SECRET_KEYS:
-        if table.peek(key) is not None:
-            raise ConfigError(
-                f"{table.where}: {key}: never put a password in bundle.toml; set "
-                'password_env = "NAME" and the password in that environment variable.'
-            )
 
 
 def sign_command(settings: SignSettings) -> str:
@@ -151,20 +90,3 @@ def write_sign_command(templates: Templates, settings: SignSettings, folder: Pat
 
 def _quoted(value: str) -> str:
     return "$q" + value.replace("$", "$$") + "$q"
-
-
-def _plain(key: str, value: str) -> None:
-    """A value the command quotes as $q...$q: no quote, no line end, no %, which cmd would
-    expand."""
-    _one_line(key, value)
-    bad = next((char for char in '"%' if char in value), None)
-    if bad is not None:
-        raise ConfigError(
-            f"[sign] {key} '{value}' contains {bad}, which the sign command cannot pass through "
-            "cmd; use a path or URL without it."
-        )
-
-
-def _one_line(key: str, value: str) -> None:
-    if "\n" in value or "\r" in value:
-        raise ConfigError(f"[sign] {key} must be one line.")

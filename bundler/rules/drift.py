@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from bundler.profiles import Profile, ScanException, dll_key, is_pattern, matches
+from bundler.profile_loads import ScanException
+from bundler.profiles import Profile, dll_key, is_pattern, matches
 from bundler.rules.scan import Kind, ScanResult
 
 

@@ -55,9 +55,13 @@ from pathlib import Path
 from bundler.errors import ConfigError
 from bundler.manifest import Table
 from bundler.options import CONFIG
-from bundler.render.iss import DEFAULT_COMPRESSION, IssSettings
-from bundler.render.postbuild import PostbuildSettings
-from bundler.render.sign import SignSettings, refuse_secrets
+from bundler.render.render_settings import (
+    DEFAULT_COMPRESSION,
+    IssSettings,
+    PostbuildSettings,
+    SignSettings,
+    refuse_secrets,
+)
 from bundler.validate import check_choice, origin_of
 
 CONFIG_NAME = "bundle.toml"

@@ -27,9 +27,8 @@ from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from bundler.acquire.cache import file_lock
-from bundler.acquire.download import ProgressCallback, ProgressMeter
 from bundler.errors import ConflictError, FileInUseError, InputFileError, OutputError
+from bundler.file_locks import file_lock
 from bundler.files import (
     case_collisions,
     copy_file,
@@ -39,6 +38,9 @@ from bundler.files import (
     wait_until_free,
 )
 from bundler.pe import format_version, read_pe
+from bundler.progress_meter import ProgressCallback, ProgressMeter
+from bundler.reporter import Note
+from bundler.ship.output_folder import Counters, Placement, same_file
 
 TEMP_SUFFIX = ".bundle-tmp"
 BUILD_LOCK = ".bundle-build.lock"  # held by the build writing the folder (output_lock)
@@ -48,31 +50,10 @@ COPY_WORKERS = max(2, min(4, os.cpu_count() or 2))
 
 
 @dataclass(frozen=True)
-class Placement:
-    """One file that must exist in the output folder."""
-
-    name: str  # file name, relative to the output folder (posix, may include licenses/...)
-    source: Path
-    size: int
-
-
-@dataclass(frozen=True)
 class Step:
     placement: Placement
     action: str  # "copy" | "link" | "skip" | "touch" (same bytes, other mtime) | "replace"
     reason: str = ""
-
-
-@dataclass
-class Counters:
-    copied: int = 0  # bytes written (bytes_written), by the kernel's copy or by hand
-    cloned: int = 0  # sharing the source's blocks: FICLONE, or block cloning on Windows
-    linked: int = 0
-    link_fallbacks: int = 0  # --link asked, but the cache is on another volume: copied
-    skipped: int = 0
-    removed: int = 0
-    hashed: int = 0
-    bytes_written: int = 0
 
 
 @dataclass(frozen=True)
@@ -85,17 +66,6 @@ class Deployment:
     @property
     def bytes_to_write(self) -> int:
         return sum(s.placement.size for s in self.steps if s.action not in ("skip", "touch"))
-
-
-def same_file(source: Path, target: Path) -> bool:
-    """The quick check (as rsync's): same inode, or same size and modification time."""
-    try:
-        a, b = source.stat(), target.stat()
-    except OSError:
-        return False
-    if (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino):
-        return True
-    return a.st_size == b.st_size and a.st_mtime_ns == b.st_mtime_ns
 
 
 def same_content(source: Path, target: Path) -> bool:
@@ -315,7 +285,7 @@ def _try_link(source: Path, temp: Path) -> bool:
 
 
 @contextmanager
-def output_lock(out: Path) -> Iterator[None]:
+def output_lock(out: Path, note: Note) -> Iterator[None]:
     """One build at a time per output folder, across processes: two builds into one folder
     would otherwise plan against the same old lock file and overwrite each other's temporary
     files. A second build waits, then plans against what the first one wrote. The lock file
@@ -327,7 +297,7 @@ def output_lock(out: Path) -> Iterator[None]:
             try:
                 out.mkdir(parents=True, exist_ok=True)
                 building = f"the build into {out}"
-                held.enter_context(file_lock(out / BUILD_LOCK, building, remove=True))
+                held.enter_context(file_lock(out / BUILD_LOCK, building, note, remove=True))
             except OSError as exc:
                 fix = too_long(out, exc) or "Check the permissions, or pass --out DIR."
                 raise OutputError(

@@ -15,7 +15,7 @@ from bundler.lock import DOCTOR_EXE, Lock, LockedFile
 from bundler.plan import EdgeKind, Plan, Status
 from bundler.profiles import Profile, dll_key
 from bundler.resources import doctor_exe
-from bundler.ship.deploy import Placement
+from bundler.ship.output_folder import Placement
 from bundler.ship.placements import Placed, Source
 
 ORT_DLL = "onnxruntime.dll"

@@ -23,18 +23,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
-from bundler.acquire.artifacts import (
-    Acquired,
-    AcquireOptions,
-    ProgressFactory,
-    acquire_profile,
-    dll_search_path,
-)
+from bundler.acquire.acquired import Acquired, dll_search_path
+from bundler.acquire.artifacts import AcquireOptions, acquire_profile
 from bundler.acquire.cache import Cache
 from bundler.acquire.extract import sdk_member
 from bundler.acquire.provenance import attach_provenance
 from bundler.errors import SdkMissingError
-from bundler.lock import LOCK_NAME, Lock, read_lock, write_lock
+from bundler.lock import LOCK_NAME, Lock
+from bundler.lockfile import read_lock, write_lock
 from bundler.plan import Plan, Status
 from bundler.profiles import Artifact, Profile, dll_key, has_sdk, load_profile
 from bundler.render.engine import Templates
@@ -47,10 +43,13 @@ from bundler.render.msbuild_props import (
     MsbuildFiles,
     write_msbuild_files,
 )
-from bundler.render.postbuild import PostbuildResult, PostbuildSettings, write_postbuild
+from bundler.render.postbuild import PostbuildResult, write_postbuild
+from bundler.render.render_settings import PostbuildSettings
+from bundler.reporter import Reporter
 from bundler.resolve import resolve
 from bundler.ship import placements
-from bundler.ship.deploy import Counters, Deployment, Placement, apply, plan_deployment
+from bundler.ship.deploy import Deployment, apply, plan_deployment
+from bundler.ship.output_folder import Counters, Placement
 from bundler.ship.placements import Placed, Source
 from bundler.system import load_system_policy
 from bundler.vcruntime import apply_vc_runtime_policy, required_vc_runtime
@@ -78,15 +77,13 @@ class MsbuildResult:
     postbuild: PostbuildResult
 
 
-def lay_out(
-    options: MsbuildOptions, progress: ProgressFactory, templates: Templates
-) -> MsbuildResult:
+def lay_out(options: MsbuildOptions, report: Reporter, templates: Templates) -> MsbuildResult:
     """Acquire, resolve, decide every file of the folder, then write: files, lock, MSBuild
     (rendered by `templates`)."""
     profile = load_profile(options.profile)
     artifact = sdk_artifact(profile)  # before any download
-    cache = Cache(options.cache_dir)
-    acquired = acquire_profile(profile, cache, replace(options.acquire, sdk=True), progress)
+    cache = Cache(options.cache_dir, report)
+    acquired = acquire_profile(profile, cache, replace(options.acquire, sdk=True), report)
     plan = closure(profile, acquired)
     placed = [
         *placements.bundled_placements(plan, BIN_DIR),
@@ -101,7 +98,7 @@ def lay_out(
     hashes = placements.placement_hashes(placed, out, previous, cache, counters)
     lock = folder_lock(plan, profile, placed, hashes)
     size = deployment.bytes_to_write
-    apply(deployment, counters, progress(f"laying out {out}", size) if size else None)
+    apply(deployment, counters, report.progress(f"laying out {out}", size) if size else None)
     removed = remove_stale(out, deployment.stale)
     counters.removed += len(removed)
     if previous is None or previous.to_json() != lock.to_json():

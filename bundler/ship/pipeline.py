@@ -12,13 +12,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bundler.acquire.artifacts import (
-    Acquired,
-    AcquireOptions,
-    ProgressFactory,
-    acquire_profile,
-    dll_search_path,
-)
+from bundler.acquire.acquired import Acquired, dll_search_path
+from bundler.acquire.artifacts import AcquireOptions, acquire_profile
 from bundler.acquire.cache import Cache
 from bundler.acquire.provenance import attach_provenance
 from bundler.appevidence import problems, read_app_evidence
@@ -27,18 +22,13 @@ from bundler.evidence import all_evidence
 from bundler.files import as_listed
 from bundler.fit import require_fit
 from bundler.gpu import parse_target
-from bundler.lock import (
-    LOCK_NAME,
-    Lock,
-    LockedModel,
-    differences,
-    read_lock,
-    write_lock,
-)
+from bundler.lock import LOCK_NAME, Lock, LockedModel, differences
+from bundler.lockfile import read_lock, write_lock
 from bundler.models import ModelOps, read_model_ops
 from bundler.options import Options
 from bundler.plan import Plan, Status
 from bundler.profiles import Profile, load_profile
+from bundler.progress_meter import ProgressFactory
 from bundler.prune import (
     MeasuredSource,
     Pruning,
@@ -51,19 +41,15 @@ from bundler.prune import (
 )
 from bundler.render.doctor_dat import write_doctor_data
 from bundler.render.engine import Templates
-from bundler.render.iss import ISS_NAME, IssResult, IssSettings, write_iss
-from bundler.render.postbuild import PostbuildResult, PostbuildSettings, write_postbuild
+from bundler.render.iss import ISS_NAME, IssResult, write_iss
+from bundler.render.postbuild import PostbuildResult, write_postbuild
+from bundler.render.render_settings import IssSettings, PostbuildSettings
 from bundler.render.sbom import SBOM_NAME, write_sbom
+from bundler.reporter import Reporter
 from bundler.resolve import read_inputs, resolve
-from bundler.ship.deploy import (
-    Counters,
-    Deployment,
-    Placement,
-    apply,
-    output_lock,
-    plan_deployment,
-)
+from bundler.ship.deploy import Deployment, apply, output_lock, plan_deployment
 from bundler.ship.doctor import doctor_placement, load_order, ort_version, with_gpu_code
+from bundler.ship.output_folder import Counters, Placement
 from bundler.ship.placements import (
     Placed,
     Source,
@@ -134,7 +120,7 @@ class BuildResult:
     pruning: Pruning | None = None  # --model: what was left out, or why nothing
 
 
-def build(options: BuildOptions, progress: ProgressFactory, templates: Templates) -> BuildResult:
+def build(options: BuildOptions, report: Reporter, templates: Templates) -> BuildResult:
     """`templates` renders the setup script and the post-build files (the CLI makes it from
     options.cache_dir)."""
     options = replace(options, exe=as_listed(options.exe))  # HELLO.EXE ships as hello.exe
@@ -157,8 +143,8 @@ def build(options: BuildOptions, progress: ProgressFactory, templates: Templates
         archive_format(options.archive)  # a wrong suffix fails before any work
     models = [read_model_ops(path) for path in options.models]  # a bad model fails first
     read_lock(out / LOCK_NAME)  # a bad lock fails before any download (read again to deploy)
-    cache = Cache(options.cache_dir)
-    acquired = acquire_profile(profile, cache, options.acquire, progress)
+    cache = Cache(options.cache_dir, report)
+    acquired = acquire_profile(profile, cache, options.acquire, report)
     search = list(options.search) + dll_search_path(acquired)
     plan = resolve(
         [app], profile, load_system_policy(), search, app_folders_first=False, unreadable="error"
@@ -175,11 +161,12 @@ def build(options: BuildOptions, progress: ProgressFactory, templates: Templates
         verify_vendor_signatures([(i.name, Path(i.source or "")) for i in bundled], profile)
     placed = placements(plan, profile, acquired, options, out)
     if options.dry_run:
-        result = _deploy(options, out, plan, profile, mode, placed, cache, progress, pruning)
+        result = _deploy(options, out, plan, profile, mode, placed, cache, report.progress, pruning)
         return result
-    with output_lock(out):  # the old lock is read again inside: another build may have run
-        result = _deploy(options, out, plan, profile, mode, placed, cache, progress, pruning)
-        _write_views(options, out, profile, app.name, result, progress, templates)
+    # the old lock is read again inside: another build may have run
+    with output_lock(out, report.note):
+        result = _deploy(options, out, plan, profile, mode, placed, cache, report.progress, pruning)
+        _write_views(options, out, profile, app.name, result, report.progress, templates)
     return result
 
 

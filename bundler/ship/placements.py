@@ -11,19 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bundler.acquire.artifacts import (
-    Acquired,
-)
-from bundler.acquire.cache import Cache, files_sha256
+from bundler.acquire.acquired import Acquired, MemberHashes
+from bundler.digest import files_sha256
 from bundler.errors import MissingDependenciesError
 from bundler.lock import Lock, LockedFile
 from bundler.plan import EdgeKind, Plan, PlanFile, Status
 from bundler.profiles import Artifact, Profile
-from bundler.ship.deploy import (
-    Counters,
-    Placement,
-    same_file,
-)
+from bundler.ship.output_folder import Counters, Placement, same_file
 
 if TYPE_CHECKING:  # bundler.ship.archive (py7zr) is imported only when --archive asks for it
     pass
@@ -96,7 +90,7 @@ def placement_hashes(
     placed: Sequence[Placed],
     out: Path,
     previous: Lock | None,
-    cache: Cache,
+    cache: MemberHashes,
     counters: Counters,
 ) -> dict[str, str]:
     """SHA-256 of every placed file without re-reading what is already known: the cache's

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from bundler.findings import CATALOGUE
-from bundler.lock import DOCTOR_DATA, LOCK_NAME, Lock, read_lock
+from bundler.lock import DOCTOR_DATA, LOCK_NAME, Lock
+from bundler.lockfile import read_lock
 from bundler.render.doctor_dat import DOCTOR_CHECKS, doctor_data
 from tests.support.wine import Wine
 

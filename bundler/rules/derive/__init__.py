@@ -1,4 +1,5 @@
-"""`bundle profiles new`: derive a target profile for an ORT release from its PyPI wheels.
+"""Act layer: `bundle profiles new`: derive a target profile for an ORT release from its PyPI
+wheels.
 
 The steps, each done by the module that owns it:
 1. the flavour (flavours.py) says which packages and component versions go together;
@@ -7,9 +8,9 @@ The steps, each done by the module that owns it:
    --require-hashes, extraction), from a provisional profile that provides every DLL;
 4. the DLLs' import tables (bundler.pe) and runtime loads (bundler.rules.scan) give the roots, the
    rules, the DLLs each artifact provides and the VC++ floor (facts.py);
-5. render.py writes the profile with a comment on every fact.
+5. profile_toml.py writes the profile with a comment on every fact.
 
-Act layer (network, cache, files); it prints nothing: the CLI shows the result.
+It uses the network, the cache and files; it prints nothing: the CLI shows the result.
 """
 
 from __future__ import annotations
@@ -19,20 +20,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from bundler.acquire.artifacts import Acquired, AcquireOptions, ProgressFactory, acquire_profile
+from bundler.acquire.acquired import Acquired
+from bundler.acquire.artifacts import AcquireOptions, acquire_profile
 from bundler.acquire.cache import Cache
 from bundler.acquire.download import DownloadPolicy
 from bundler.errors import BuildMismatchError, IntegrityError, ProfileError, VcRuntimeError
 from bundler.fit import require_resolved
 from bundler.pe import PEInfo, read_pe
+from bundler.profile_loads import RecordedFile
 from bundler.profiles import (
     Artifact,
     PipSource,
     Profile,
-    RecordedFile,
     dll_key,
     load_profile_file,
 )
+from bundler.reporter import Reporter
 from bundler.resolve import resolve
 from bundler.rules.derive.build_info import BuildInfo, check_cuda_major, read_build_info
 from bundler.rules.derive.facts import Facts, Windows, derive_facts, recorded_file, required_windows
@@ -43,7 +46,8 @@ from bundler.rules.derive.flavours import (
     available_flavours,
     load_flavour,
 )
-from bundler.rules.derive.index import WheelPin, find_wheel
+from bundler.rules.derive.index import find_wheel
+from bundler.rules.derive.pins import WheelPin
 from bundler.rules.derive.profile_toml import DerivedArtifact, Rendering, render_profile
 from bundler.rules.scan import scan_all
 from bundler.system import SystemPolicy, load_system_policy
@@ -86,13 +90,13 @@ class _Release:
 
 
 def derive_profile(
-    request: NewProfile, cache: Cache, options: AcquireOptions, progress: ProgressFactory
+    request: NewProfile, cache: Cache, options: AcquireOptions, report: Reporter
 ) -> Derived:
     """The ORT wheel first (_acquire): what it says about its own build decides whether the
     flavour fits and which component set to pin, before any component is downloaded; then
     the facts from the DLLs, the rendered profile, and its closure resolved before it is
     handed back."""
-    release = _acquire(request, cache, options, progress)
+    release = _acquire(request, cache, options, report)
     flavour = release.request.flavour
     files, owners, members = _release_dlls(release.acquired)
     infos = {key: read_pe(path) for key, path in files.items()}
@@ -122,11 +126,11 @@ def derive_profile(
 
 
 def _acquire(
-    request: NewProfile, cache: Cache, options: AcquireOptions, progress: ProgressFactory
+    request: NewProfile, cache: Cache, options: AcquireOptions, report: Reporter
 ) -> _Release:
     front = _front(request)
     ort_pin = _pin(request, front)
-    first = acquire_profile(_provisional(request, [front], [ort_pin]), cache, options, progress)
+    first = acquire_profile(_provisional(request, [front], [ort_pin]), cache, options, report)
     build = read_build_info(cache.blob(_sha256(first[0])), ort_pin.wheel)
     if request.cuda_from_build:
         flavour = gpu_flavour_for(build)
@@ -138,7 +142,7 @@ def _acquire(
     components, chosen = flavour.choose_components(build, request.components)
     packages = [front, *components.packages]
     pins = [ort_pin, *(_pin(request, package) for package in components.packages)]
-    acquired = acquire_profile(_provisional(request, packages, pins), cache, options, progress)
+    acquired = acquire_profile(_provisional(request, packages, pins), cache, options, report)
     _check_sizes(pins, acquired)
     return _Release(request, build, components, chosen, packages, pins, list(acquired))
 

@@ -15,12 +15,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from bundler.profile_loads import RecordedFile
 from bundler.profiles import (
     Artifact,
     DirSource,
     PipSource,
     Profile,
-    RecordedFile,
     UrlSource,
     dll_key,
 )

@@ -25,7 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from bundler.pe import PEInfo
-from bundler.profiles import RecordedFile, dll_key
+from bundler.profile_loads import RecordedFile
+from bundler.profiles import dll_key
 from bundler.rules.scan import Candidate, Kind, ScanResult
 from bundler.system import SystemPolicy
 from bundler.vcruntime import VC_RUNTIME_DLLS

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 from bundler import resources
 from bundler.errors import BuildMismatchError, ProfileError
@@ -201,17 +202,29 @@ def load_flavour_file(path: Path) -> Flavour:
     return flavour
 
 
-def _ort(table: Table) -> OrtPackage:
-    ort = OrtPackage(
+class _Supply(TypedDict):
+    """The keys an ORT package and a pinned package both describe their artifact with: its
+    name, the PyPI package, who supplies it and under which licence (the SBOM's fields)."""
+
+    artifact: str
+    package: str
+    supplier: str
+    license: str
+    licenses: tuple[str, ...]
+
+
+def _supply(table: Table) -> _Supply:
+    return _Supply(
         artifact=table.string("artifact"),
         package=table.string("package"),
-        front=table.string("front"),
         supplier=table.string("supplier"),
         license=table.string("license"),
         licenses=table.strings("licenses"),
     )
-    table.done()
-    return ort
+
+
+def _ort(table: Table) -> OrtPackage:
+    return table.finished(OrtPackage(**_supply(table), front=table.string("front")))
 
 
 def _misfit(components: ComponentSet, build: tuple[int, int], cudnn: int | None) -> str | None:
@@ -242,24 +255,18 @@ def _components(table: Table) -> ComponentSet:
         packages=tuple(_package(item) for item in table.tables("packages")),
         cuda=table.string("cuda", ""),
     )
-    table.done()
-    return components
+    return table.finished(components)
 
 
 def _package(table: Table) -> Package:
     package = Package(
-        artifact=table.string("artifact"),
-        package=table.string("package"),
+        **_supply(table),
         version=table.string("version"),
-        supplier=table.string("supplier"),
-        license=table.string("license"),
-        licenses=table.strings("licenses"),
         local=tuple(_local(item) for item in table.tables("local", [])),
         vc_runtime=table.boolean("vc_runtime", False),
         why=table.string("why", ""),
     )
-    table.done()
-    return package
+    return table.finished(package)
 
 
 def _local(table: Table) -> LocalInstall:
@@ -270,8 +277,7 @@ def _local(table: Table) -> LocalInstall:
         max_file_version=table.string("max_file_version", None),
         why=table.string("why", ""),
     )
-    table.done()
-    return local
+    return table.finished(local)
 
 
 def _gpu_driver(table: Table | None) -> GpuDriver | None:
@@ -284,5 +290,4 @@ def _gpu_driver(table: Table | None) -> GpuDriver | None:
         source=table.string("source"),
         require=table.boolean("require", False),
     )
-    table.done()
-    return driver
+    return table.finished(driver)

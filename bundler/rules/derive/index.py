@@ -17,12 +17,12 @@ import os
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 from bundler.acquire.download import DownloadPolicy, check_scheme
 from bundler.errors import FetchError
+from bundler.rules.derive.pins import WheelPin
 
 if TYPE_CHECKING:
     from bundler.rules.derive.flavours import Flavour
@@ -30,17 +30,6 @@ if TYPE_CHECKING:
 PYPI_SIMPLE = "https://pypi.org/simple/"
 PEP691 = "application/vnd.pypi.simple.v1+json"
 PLATFORMS = {"x64": "win_amd64", "x86": "win32", "arm64": "win_arm64"}
-
-
-@dataclass(frozen=True)
-class WheelPin:
-    package: str
-    version: str
-    wheel: str
-    sha256: str
-    size: int | None
-    url: str  # where the file is
-    page: str  # the index page that listed it: the pin's provenance
 
 
 def default_index_url() -> str:

@@ -10,11 +10,12 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from bundler.profiles import RecordedFile, dll_key
+from bundler.profile_loads import RecordedFile
+from bundler.profiles import dll_key
 from bundler.rules.derive.build_info import BuildInfo
 from bundler.rules.derive.facts import Facts, Load, Windows, as_pattern
 from bundler.rules.derive.flavours import ComponentSet, Flavour, LocalInstall, Package
-from bundler.rules.derive.index import WheelPin
+from bundler.rules.derive.pins import WheelPin
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,38 @@
+"""Read layer: where a command's cache folder is: its --cache-dir, else $BUNDLE_CACHE_DIR, else
+the platform's per-user cache folder. Each command resolves it once and passes it down (the
+download cache, the templates' kept renderings, the audit's Wine prefix); nothing remembers it
+elsewhere."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+CACHE_ENV = "BUNDLE_CACHE_DIR"
+
+
+def cache_root(flag: Path | None) -> Path:
+    """The cache folder of one command: its --cache-dir (`flag`), else $BUNDLE_CACHE_DIR, else
+    the platform's per-user cache folder. Each command resolves it once and passes it down
+    (Cache, the templates' caches, the audit's Wine prefix); nothing remembers it elsewhere."""
+    return flag or env_cache_dir() or platform_cache_dir()
+
+
+def default_cache_dir() -> Path:
+    """The cache folder without a --cache-dir: $BUNDLE_CACHE_DIR, else the platform's."""
+    return cache_root(None)
+
+
+def env_cache_dir() -> Path | None:
+    """$BUNDLE_CACHE_DIR, when set and not blank."""
+    configured = os.environ.get(CACHE_ENV, "").strip()
+    return Path(configured) if configured else None
+
+
+def platform_cache_dir() -> Path:
+    """The platform's per-user cache folder (platformdirs: $XDG_CACHE_HOME/bundle or
+    ~/.cache/bundle, %LOCALAPPDATA%\\bundle\\Cache on Windows, ~/Library/Caches/bundle on
+    macOS)."""
+    from platformdirs import user_cache_path
+
+    return user_cache_path("bundle", appauthor=False)

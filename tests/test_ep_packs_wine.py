@@ -1,0 +1,437 @@
+"""The plugin execution-provider packs of manifests/eps/ (issue 31), proved with Wine as the
+loader: ORT 1.31.1 registers each pack from its own folder beside the exe, every DLL of every
+pack loads, each factory says what it offers on this machine, a removed DLL is named, and an
+ORT below a pack's minimum is refused by the pack itself.
+
+The app is tests/fixtures/src/ep_register.c (built by tests/fixtures/build_ep_register.sh):
+it links onnxruntime.dll and calls RegisterExecutionProviderLibrary with each pack's full path,
+which ORT loads with LOAD_WITH_ALTERED_SEARCH_PATH. The folder is laid out as a bundle would
+be: the exe, ORT 1.31.1 and the VC++ runtime it imports (the msvc-runtime the profiles pin),
+and each pack in ep\\<folder>\\ with the VC++ DLLs ORT does not load itself. The packs and ORT
+come from the pinned wheels (tools/fetch_test_wheels.py), hard-linked.
+
+The machine is faked where Wine has nothing: the driver DLLs the packs need (nvml.dll,
+nvcuda.dll, OpenCL.dll, ze_loader.dll; tests/fixtures/standins/) go into the prefix's System32,
+each reporting no device. Wine runs on an Xvfb display, so its DXGI adapter is a GPU to ORT.
+Programs run from the prefix's C:\\, not the app folder: the current directory is on the DLL
+search path and would hide a pack DLL that only the exe's folder has.
+
+Under Wine no pack gets a device of its own kind ([proof] in each pack file): no CUDA device
+behind the stand-in nvcuda.dll, no Intel device on an AMD host, no D3D12 device for Dawn. The
+tests name each factory's verdict instead.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, require, test_cache_dir
+from tests.support.inno import Xvfb
+from tests.support.wine import NATIVE_VC_RUNTIME, SERVER_TIMEOUT, Wine, WineRun, require_wine
+
+pytestmark = pytest.mark.real_tools
+
+EPS = REPO / "manifests" / "eps"
+PACKS = {
+    path.stem: tomllib.loads(path.read_text(encoding="utf-8"))
+    for path in sorted(EPS.glob("*.toml"))
+}
+ORT = "onnxruntime-1.31.1-cp311-cp311-win_amd64"  # manifests/profiles/ort-1.31.1-cpu.toml
+VC_RUNTIME = "msvc_runtime-14.44.35112-cp311-cp311-win_amd64"  # the same profile's msvc-runtime
+ORT_VC_RUNTIME = ("msvcp140.dll", "msvcp140_1.dll", "vcruntime140.dll", "vcruntime140_1.dll")
+# The driver stand-ins in System32; opencl=n: Wine's builtin opencl.dll would win otherwise.
+DRIVERS = (
+    "nvcuda-31.0.15.5161/nvcuda.dll",
+    "nvml/nvml.dll",
+    "opencl/OpenCL.dll",
+    "ze_loader/ze_loader.dll",
+)
+OVERRIDES = NATIVE_VC_RUNTIME.replace("=n", ",msvcp140_atomic_wait,opencl=n")
+DEBUG = "err+module,warn+module"  # warn: a failed LoadLibrary names its file too
+_FAILED_LOAD = re.compile(r':warn:module:load_dll Failed to load module L"([^"]+)"')
+
+
+def windows_path(path: Path) -> str:
+    return "Z:" + str(path).replace("/", "\\")
+
+
+# --- the machine ---------------------------------------------------------------------------
+
+
+class DisplayWine(Wine):
+    """A private prefix whose every Wine call sees one Xvfb display (DXGI needs a screen).
+
+    With a display, a program's first window (ORT's DXGI probe, COM's apartment window) needs
+    the desktop process, explorer.exe /desktop; started by a run, it inherits the run's pipes
+    and the run ends only when it does, 5-20 s later. So `start` opens a window that stays
+    (notepad, its output to the log) and the desktop lives as long as the prefix."""
+
+    def __init__(self, prefix: Path, display: str) -> None:
+        super().__init__(prefix)
+        self.display = display
+        self._window: subprocess.Popen[bytes] | None = None
+
+    def env(self, **extra: str) -> dict[str, str]:
+        return {**super().env(**extra), "DISPLAY": self.display}
+
+    def start(self) -> None:
+        if self._up:
+            return
+        super().start()
+        with self.log.open("ab") as log:
+            self._window = subprocess.Popen(
+                ["wine", "notepad.exe"],
+                env=self.env(WINEDEBUG="-all"),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+            )
+
+    def stop(self) -> None:
+        super().stop()  # wineserver -k ends notepad too
+        if self._window is not None:
+            self._window.wait(timeout=SERVER_TIMEOUT)
+            self._window = None
+
+
+@pytest.fixture(scope="session")
+def ep_wine(tmp_path_factory: pytest.TempPathFactory, standins: Path) -> Iterator[DisplayWine]:
+    require_wine()
+    require(shutil.which("Xvfb") is not None, "Xvfb is not installed (apt-get install xvfb)")
+    root = tmp_path_factory.mktemp("ep-wine")
+    xvfb = Xvfb(root / "xvfb.log")
+    wine = DisplayWine(root / "prefix", xvfb.start())
+    try:
+        wine.start()
+        system32 = wine.prefix / "drive_c" / "windows" / "system32"
+        for driver in DRIVERS:
+            shutil.copyfile(standins / driver, system32 / Path(driver).name)
+        yield wine
+    finally:
+        wine.stop()
+        xvfb.stop()
+        shutil.rmtree(wine.prefix, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def ep_register(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    require(
+        shutil.which("x86_64-w64-mingw32-gcc") is not None,
+        "mingw-w64 is not installed (apt-get install mingw-w64)",
+    )
+    out = tmp_path_factory.mktemp("ep-register")
+    script = REPO / "tests" / "fixtures" / "build_ep_register.sh"
+    subprocess.run(["bash", str(script), str(out)], check=True, capture_output=True)
+    return out / "ep_register.exe"
+
+
+# --- the folder ----------------------------------------------------------------------------
+
+
+def extracted(stem: str) -> Path:
+    folder = test_cache_dir() / "extracted" / stem
+    require(
+        (folder / ".complete").is_file(),
+        f"{stem} is not in {folder.parent}: run python tools/fetch_test_wheels.py",
+    )
+    return folder
+
+
+def pack_source(name: str) -> Path:
+    source = PACKS[name]["source"]
+    wheel: str = source["wheel"]
+    return extracted(wheel.removesuffix(".whl")) / str(source["folder_in_wheel"])
+
+
+def vc_dll(name: str) -> Path:
+    return extracted(VC_RUNTIME) / "msvc_runtime-14.44.35112.data" / "data" / "Scripts" / name
+
+
+def lay_out(app: Path, exe: Path, ort: str = ORT) -> Path:
+    """The bundle: exe, ORT and its VC++ runtime beside it, each pack in its own folder."""
+    app.mkdir(parents=True)
+    os.link(exe, app / exe.name)
+    for dll in (extracted(ort) / "onnxruntime" / "capi").glob("*.dll"):
+        os.link(dll, app / dll.name)
+    for name in ORT_VC_RUNTIME:
+        os.link(vc_dll(name), app / name)
+    for name, pack in PACKS.items():
+        folder = app / pack["folder"]
+        folder.mkdir(parents=True)
+        for path in pack_source(name).iterdir():
+            if path.name not in pack["target"]["not_shipped"]:
+                os.link(path, folder / path.name)
+        for vc in pack["target"]["vc_runtime_in_pack"]:
+            os.link(vc_dll(vc), folder / vc)
+    return app
+
+
+@pytest.fixture(scope="session")
+def app(ep_register: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return lay_out(tmp_path_factory.mktemp("ep-app") / "app", ep_register)
+
+
+def plugin(app: Path, name: str) -> str:
+    pack = PACKS[name]
+    return windows_path(app / pack["folder"] / pack["plugin"])
+
+
+def register_args(app: Path, *names: str) -> list[str]:
+    return [f"{PACKS[name]['registration_name']}={plugin(app, name)}" for name in names]
+
+
+# --- running it ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of ep_register.exe: its exit code, its lines, and what the loader said."""
+
+    returncode: int
+    lines: tuple[str, ...]
+    loader: WineRun
+    failed_loads: tuple[str, ...]  # what a LoadLibrary could not load (Wine's warn lines)
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines) + "\n" + "\n".join(self.loader.errors)
+
+
+def run(wine: DisplayWine, exe: Path, *args: str) -> Run:
+    done = wine.program(
+        exe, *args, cwd=wine.prefix / "drive_c", debug=DEBUG, overrides=OVERRIDES, timeout=300
+    )
+    loader = WineRun.parse(done.returncode, done.stdout, done.stderr)
+    failed = (m.group(1).replace("\\\\", "\\") for m in _FAILED_LOAD.finditer(done.stderr))
+    return Run(
+        done.returncode, tuple(done.stdout.splitlines()), loader, tuple(dict.fromkeys(failed))
+    )
+
+
+@pytest.fixture(scope="session")
+def registered(ep_wine: DisplayWine, app: Path) -> Run:
+    """Every pack registered in one process, each factory asked about every device."""
+    whys = [f"--why={pack['ep_name']}" for pack in PACKS.values()]
+    return run(ep_wine, app / "ep_register.exe", *whys, *register_args(app, *PACKS))
+
+
+def hardware(result: Run) -> list[tuple[str, str]]:
+    """(type, vendor id) of each device ORT found: ('CPU', '0x1022'), ('GPU', '0x10de')."""
+    found = [
+        re.fullmatch(r"hardware (\w+) vendor=.* id=(0x[0-9a-f]+)", line) for line in result.lines
+    ]
+    return [(match.group(1), match.group(2)) for match in found if match]
+
+
+# --- registration --------------------------------------------------------------------------
+
+
+def test_ort_1_31_1_registers_every_pack_from_its_own_folder(registered: Run) -> None:
+    assert registered.lines[0] == "ort 1.31.1 api 31", registered
+    for pack in PACKS.values():
+        assert f"registered {pack['registration_name']}" in registered.lines, registered
+    assert registered.loader.missing == (), registered
+    assert registered.returncode == 0, registered
+
+
+def test_every_dll_of_every_pack_loads_with_its_imports(ep_wine: DisplayWine, app: Path) -> None:
+    """Each DLL loaded as ORT loads a pack (LOAD_WITH_ALTERED_SEARCH_PATH): the ones loaded
+    later by name too (OpenVINO's device plugins and NPU compiler, Dawn's dxil.dll and
+    dxcompiler.dll, TensorRT), whose imports registration alone never resolves."""
+    dlls = sorted(path for pack in PACKS.values() for path in (app / pack["folder"]).glob("*.dll"))
+    result = run(ep_wine, app / "ep_register.exe", *(f"--load={windows_path(dll)}" for dll in dlls))
+    assert [line for line in result.lines if line.startswith(("loaded", "failed"))] == [
+        f"loaded {windows_path(dll)}" for dll in dlls
+    ], result
+    assert result.loader.missing == (), result
+    assert result.returncode == 0, result
+
+
+# --- what each factory offers --------------------------------------------------------------
+
+
+def test_webgpu_offers_wines_gpu_and_nothing_else(registered: Run) -> None:
+    gpus = [device for device in hardware(registered) if device[0] == "GPU"]
+    offered = [line for line in registered.lines if line.startswith("ep-device WebGpu")]
+    assert offered == ["ep-device WebGpuExecutionProvider vendor=Microsoft hw=GPU"] * len(gpus), (
+        registered
+    )
+
+
+def test_openvino_offers_only_intel_devices(registered: Run) -> None:
+    """OpenVINO's factory skips devices whose vendor id is not Intel's (0x8086): on an AMD host
+    it offers nothing, not even the CPU; on an Intel host it offers the Intel CPU."""
+    intel = [device for device in hardware(registered) if device[1] == "0x8086"]
+    offered = [line for line in registered.lines if line.startswith("ep-device OpenVINO")]
+    if intel:
+        assert offered and all(line.endswith("hw=CPU") for line in offered), registered
+    else:
+        assert offered == [], registered
+
+
+def test_tensorrt_rtx_offers_no_device_and_says_why(registered: Run) -> None:
+    """No CUDA device under Wine: on the CPU the factory refuses by type, on Wine's DXGI
+    adapter (which Wine gives NVIDIA's vendor id) CUDA cannot resolve it."""
+    assert not [line for line in registered.lines if line.startswith("ep-device NvTensorRTRTX")]
+    why = "why NvTensorRTRTXExecutionProvider hw={} reasons=0x2 notes=NvTensorRTRTX EP {}"
+    expected = {
+        "CPU": why.format("CPU", "only supports NVIDIA GPU devices"),
+        "NVIDIA GPU": why.format(
+            "GPU",
+            "could not resolve the GPU device properties via CUDA. "
+            "Ensure the NVIDIA driver and CUDA runtime are correctly installed.",
+        ),
+    }
+    assert expected["CPU"] in registered.lines, registered
+    if ("GPU", "0x10de") in hardware(registered):
+        assert expected["NVIDIA GPU"] in registered.lines, registered
+
+
+# --- a missing DLL is named ----------------------------------------------------------------
+
+
+def linked_copy(app: Path, target: Path) -> Path:
+    for path in app.rglob("*"):
+        if path.is_file():
+            destination = target / path.relative_to(app)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            os.link(path, destination)
+    return target
+
+
+@pytest.fixture(scope="session")
+def broken(ep_wine: DisplayWine, app: Path, tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """One DLL taken from each pack, in one process (each pack's verdict is its own):
+    OpenVINO without tbb12.dll (imported by openvino.dll), WebGPU with
+    msvcp140_atomic_wait.dll beside the exe instead of in its folder, TensorRT RTX without
+    tensorrt_plugins.dll (loaded by its factory at registration)."""
+    copy = linked_copy(app, tmp_path_factory.mktemp("ep-broken") / "app")
+    (copy / "ep" / "openvino" / "tbb12.dll").unlink()
+    (copy / "ep" / "webgpu" / "msvcp140_atomic_wait.dll").rename(copy / "msvcp140_atomic_wait.dll")
+    (copy / "ep" / "nv_tensorrt_rtx" / "tensorrt_plugins.dll").unlink()
+    return run(ep_wine, copy / "ep_register.exe", *register_args(copy, *PACKS))
+
+
+def test_openvino_without_tbb12_is_refused_and_the_loader_names_tbb12(broken: Run) -> None:
+    failed = [line for line in broken.lines if line.startswith("failed OpenVINOExecutionProvider")]
+    # ORT's message names the first DLL it could not follow by name through the standard
+    # search (openvino_onnx_frontend.dll, which is in the pack's folder, not the exe's); Wine's
+    # loader names the root cause.
+    assert len(failed) == 1 and failed[0].endswith('(Error 126: "Module not found.")'), broken
+    assert "tbb12.dll" in broken.loader.missing, broken
+    assert broken.returncode == 3, broken
+
+
+def test_webgpu_needs_msvcp140_atomic_wait_in_its_own_folder(broken: Run) -> None:
+    """Beside the exe is not enough: with LOAD_WITH_ALTERED_SEARCH_PATH the loader searches
+    the pack's folder instead of the exe's, and ORT has not loaded this one itself. ORT's own
+    diagnosis then follows the dependency by name through the standard search, finds the copy
+    beside the exe, and cannot say what failed; the loader names it."""
+    failed = [line for line in broken.lines if line.startswith("failed WebGpuExecutionProvider")]
+    assert len(failed) == 1, broken
+    assert failed[0].endswith(
+        '" But no dependency issue could be determined. (Error 126: "Module not found.")'
+    ), broken
+    assert "MSVCP140_ATOMIC_WAIT.dll" in broken.loader.missing, broken
+
+
+def test_tensorrt_rtx_without_its_plugins_dll_registers_and_the_loader_names_it(
+    broken: Run,
+) -> None:
+    """The factory loads tensorrt_plugins.dll at registration by full path and goes on
+    without it: only the loader's failed load names the file."""
+    assert "registered NvTensorRTRTXExecutionProvider" in broken.lines, broken
+    expected = "\\ep\\nv_tensorrt_rtx\\tensorrt_plugins.dll"
+    assert [path for path in broken.failed_loads if path.endswith(expected)], broken
+
+
+@pytest.fixture(scope="session")
+def session_only(ep_wine: DisplayWine, app: Path, tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """Without the DLLs only a session loads: TensorRT RTX's engine DLL (a delay import that
+    its delay-load hook loads from its folder) and Dawn's dxil.dll (loaded when Dawn first
+    compiles a shader). TensorRT RTX is registered as "nv_tensorrt_rtx" here, and its factory
+    asked for by its usual EP name."""
+    copy = linked_copy(app, tmp_path_factory.mktemp("ep-session-only") / "app")
+    (copy / "ep" / "nv_tensorrt_rtx" / "tensorrt_rtx_1_7.dll").unlink()
+    (copy / "ep" / "webgpu" / "dxil.dll").unlink()
+    return run(
+        ep_wine,
+        copy / "ep_register.exe",
+        "--why=NvTensorRTRTXExecutionProvider",
+        f"nv_tensorrt_rtx={plugin(copy, 'nv-tensorrt-rtx')}",
+        *register_args(copy, "webgpu"),
+    )
+
+
+def test_a_dll_loaded_only_for_a_session_is_not_named_at_registration(session_only: Run) -> None:
+    """Registration succeeds without them and no loader names them: only a static check (the
+    pack's [[files]] delay imports and [[runtime_loads]]) can find them missing."""
+    assert "registered nv_tensorrt_rtx" in session_only.lines, session_only
+    assert "registered WebGpuExecutionProvider" in session_only.lines, session_only
+    assert session_only.loader.missing == (), session_only
+    named = [
+        path
+        for path in session_only.failed_loads
+        if path.lower().endswith(("_1_7.dll", "dxil.dll"))
+    ]
+    assert named == [], session_only
+
+
+def test_tensorrt_rtx_takes_its_ep_name_from_the_registration_name(session_only: Run) -> None:
+    assert (
+        "why NvTensorRTRTXExecutionProvider hw=CPU: "
+        "No valid factory found for execution provider 'NvTensorRTRTXExecutionProvider'."
+    ) in session_only.lines, session_only
+
+
+# --- the ORT minimum -----------------------------------------------------------------------
+
+
+def release(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
+@pytest.fixture(scope="module")
+def old_ort(ep_register: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("ep-old-ort")
+    return {
+        version: lay_out(
+            root / version, ep_register, f"onnxruntime-{version}-cp311-cp311-win_amd64"
+        )
+        for version in ("1.22.1", "1.23.2")
+    }
+
+
+def test_each_pack_refuses_an_ort_below_its_minimum(
+    ep_wine: DisplayWine, old_ort: dict[str, Path]
+) -> None:
+    """The packs check ORT themselves when registered: TensorRT RTX needs 1.24, WebGPU 1.24.4,
+    OpenVINO 1.23 (min_ort of each pack file)."""
+    refusals = {
+        "nv-tensorrt-rtx": "[NvTensorRTRTX EP] Host ORT is too old. Minimum supported API "
+        'version is 24, host reports "{v}" (parsed {api}).',
+        "webgpu": 'ORT runtime version "{v}" is below the minimum required version "1.24.4".',
+        "openvino": "ONNX Runtime version '{v}' (parsed API version: {api}) is below the minimum "
+        "supported version 23.",
+    }
+    for version, folder in old_ort.items():
+        api = version.split(".")[1]
+        result = run(ep_wine, folder / "ep_register.exe", *register_args(folder, *PACKS))
+        assert result.lines[0] == f"ort {version} api {api}", result
+        for name, pack in PACKS.items():
+            registration = pack["registration_name"]
+            lines = [line for line in result.lines if registration in line]
+            if release(version) >= release(pack["min_ort"]):
+                assert lines == [f"registered {registration}"], result
+            else:
+                assert len(lines) == 1 and lines[0].startswith(f"failed {registration}: "), result
+                assert lines[0].endswith(refusals[name].format(v=version, api=api)), result
+        assert result.returncode == 3, result
