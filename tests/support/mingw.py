@@ -23,6 +23,7 @@ from tests.conftest import REPO, require
 GCC = "x86_64-w64-mingw32-gcc"
 GCC_X86 = "i686-w64-mingw32-gcc"
 WINDRES = "x86_64-w64-mingw32-windres"
+DLLTOOL = "x86_64-w64-mingw32-dlltool"
 FIXTURES_SCRIPT = REPO / "tests" / "fixtures" / "build.sh"
 STANDINS_SCRIPT = REPO / "tests" / "fixtures" / "standins" / "build.sh"
 DOCTOR_SCRIPT = REPO / "doctor" / "build.sh"

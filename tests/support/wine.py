@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -148,20 +149,25 @@ class Wine:
         *args: str,
         env: dict[str, str | None] | None = None,
         stdin: int = subprocess.DEVNULL,
+        to_log: bool = False,
     ) -> subprocess.Popen[str]:
         """`program` as `program()` runs it (Wine's debug output off, Wine's default DLL
         overrides), started and not waited for: the caller reads its pipes and waits.
-        `stdin=subprocess.PIPE` gives it a standard input the caller can write or close."""
+        `stdin=subprocess.PIPE` gives it a standard input the caller can write or close.
+        `to_log`: its output goes to the prefix's log instead, for a program that starts Wine's
+        own processes (they would inherit the pipes, and hold them as long as they live)."""
         self.start()
-        return subprocess.Popen(
-            ["wine", str(program), *args],
-            env=self.environment("-all", None, env),
-            stdin=stdin,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            encoding="utf-8",
-            errors="replace",
-        )
+        with self.log.open("ab") as log:
+            output: int | IO[bytes] = log if to_log else subprocess.PIPE
+            return subprocess.Popen(
+                ["wine", str(program), *args],
+                env=self.environment("-all", None, env),
+                stdin=stdin,
+                stdout=output,
+                stderr=output,
+                encoding="utf-8",
+                errors="replace",
+            )
 
     def environment(
         self, debug: str, overrides: str | None, env: dict[str, str | None] | None
