@@ -19,7 +19,9 @@ pytest_plugins = [
     "tests.support.inno",
     "tests.support.winpython",
     "tests.support.winbuild",
-]  # `http_server`, `wine`, `inno`, `win_python` and `win_builds` (the Windows tier)
+    "tests.support.mingw",
+]  # `http_server`, `wine`, `inno`, `win_python` and `win_builds` (the Windows tier), and the
+# programs built with mingw-w64: `mingw_build`, `standins`, `doctor_exe`
 
 REPO = Path(__file__).resolve().parent.parent
 # Defined once for every test module: the example app and the 1.19.2 profiles most tests use.
@@ -33,6 +35,16 @@ def hello_cpu(out: Path, cache: Path, *extra: str) -> list[str]:
     """`bundle build` arguments: examples/hello with the CPU profile into `out`, artifacts from
     `cache`."""
     return [str(HELLO), "--profile", CPU, "--out", str(out), "--cache-dir", str(cache), *extra]
+
+
+def hello_app(folder: Path, toml: str | None = None) -> Path:
+    """A user's app folder: examples/hello's exe in `folder` and, given `toml`, a bundle.toml
+    beside it. Returns the folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(HELLO, folder / "hello.exe")
+    if toml is not None:
+        (folder / "bundle.toml").write_text(toml)
+    return folder
 
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
@@ -71,19 +83,6 @@ test_cache_dir.__test__ = False  # type: ignore[attr-defined]
 
 
 @pytest.fixture(scope="session")
-def mingw_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Real PE fixtures compiled from tests/fixtures/src by tests/fixtures/build.sh."""
-    require(
-        shutil.which("x86_64-w64-mingw32-gcc") is not None
-        and shutil.which("i686-w64-mingw32-gcc") is not None,
-        "mingw-w64 is not installed (apt-get install mingw-w64)",
-    )
-    out = tmp_path_factory.mktemp("mingw")
-    subprocess.run(["bash", str(REPO / "tests" / "fixtures" / "build.sh"), str(out)], check=True)
-    return out
-
-
-@pytest.fixture(scope="session")
 def real_dlls() -> RealDlls:
     """The DLL folders of the real wheels the 1.19.2 profiles pin (the release most tests are
     about; the catalogue's other releases have tests of their own), fetched by
@@ -118,17 +117,23 @@ class RealDlls:
         return args
 
 
-def run_bundle(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Run the CLI the way a user does: a separate process, text output, exit code kept."""
-    import sys
-
+def cli(
+    args: tuple[str, ...], cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the CLI the way a user does: a separate process, text output, exit code kept,
+    BUNDLE_DEBUG off (no tracebacks), `env` on top of this process's environment."""
     return subprocess.run(
         [sys.executable, "-m", "bundler", *args],
         capture_output=True,
         encoding="utf-8",  # what bundle writes to a pipe, on Windows too
         cwd=cwd,
-        env={**os.environ, "BUNDLE_DEBUG": ""},
+        env={**os.environ, "BUNDLE_DEBUG": "", **(env or {})},
     )
+
+
+def run_bundle(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`bundle ARGS` as a user runs it."""
+    return cli(args, cwd)
 
 
 def pip_env(**extra: str) -> dict[str, str]:
@@ -142,26 +147,11 @@ def pip_env(**extra: str) -> dict[str, str]:
 
 def bundle_from_cache(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """The CLI with pip unable to reach any wheel: artifacts must come from the given cache."""
-    import sys
-
-    return subprocess.run(
-        [sys.executable, "-m", "bundler", *args],
-        capture_output=True,
-        encoding="utf-8",  # what bundle writes to a pipe, on Windows too
-        cwd=cwd,
-        env={**os.environ, "BUNDLE_DEBUG": "", **pip_env(PIP_FIND_LINKS="/nonexistent")},
-    )
+    return cli(args, cwd, pip_env(PIP_FIND_LINKS="/nonexistent"))
 
 
 def fetch(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    import sys
-
-    return subprocess.run(
-        [sys.executable, "-m", "bundler", "fetch", *args],
-        capture_output=True,
-        encoding="utf-8",  # what bundle writes to a pipe, on Windows too
-        env={**os.environ, "BUNDLE_DEBUG": "", **(env or {})},
-    )
+    return cli(("fetch", *args), env=env)
 
 
 @pytest.fixture(scope="session")
@@ -184,6 +174,19 @@ def gpu_cache(gpu_fetch: tuple[Path, subprocess.CompletedProcess[str]]) -> Path:
 
 
 @pytest.fixture(scope="session")
+def gpu_bundle(gpu_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """examples/hello built with the GPU profile (the default) from the session's cache with
+    --link: every DLL of the profile, a hard link into the cache. One build for every module
+    that reads it; a test that needs a changed bundle changes a copy (tests.test_build's
+    linked_copy, a copied file for one it edits), never this folder."""
+    out = tmp_path_factory.mktemp("gpu-bundle")
+    args = (str(HELLO), "--out", str(out), "--cache-dir", str(gpu_cache), "--link")
+    result = bundle_from_cache("build", *args)
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+@pytest.fixture(scope="session")
 def cpu_cache(real_dlls: RealDlls, tmp_path_factory: pytest.TempPathFactory) -> Path:
     cache = tmp_path_factory.mktemp("fetch-cpu") / "cache"
     result = fetch("--profile", "ort-1.19.2-cpu", "--cache-dir", str(cache), env=pip_env())
@@ -193,7 +196,8 @@ def cpu_cache(real_dlls: RealDlls, tmp_path_factory: pytest.TempPathFactory) -> 
 
 # Fixtures that start a real tool or bring real data: a test using one is in the slow tier.
 REAL_TOOL_FIXTURES = frozenset(
-    {"wine", "inno", "xbuild", "standins", "mingw_build", "real_dlls", "gpu_cache", "cpu_cache"}
+    {"wine", "inno", "xbuild", "standins", "mingw_build", "doctor_exe", "real_dlls", "gpu_cache"}
+    | {"cpu_cache"}
     | {"win_python", "win_wine"}
 )
 REAL_TOOL_MODULES = (

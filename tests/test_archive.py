@@ -104,10 +104,31 @@ def bundle(tmp_path: Path) -> tuple[Path, Lock]:
     return folder, make_bundle(folder)
 
 
+@pytest.fixture(params=FORMATS)
+def suffix(request: pytest.FixtureRequest) -> str:
+    """Each test that takes it runs for each archive format."""
+    chosen: str = request.param
+    return chosen
+
+
+@pytest.fixture
+def packed(bundle: tuple[Path, Lock], tmp_path: Path, suffix: str) -> Path:
+    """The bundle's archive, written beside the folder."""
+    folder, lock = bundle
+    return write_archive(folder, lock, tmp_path / f"{STEM}{suffix}").path
+
+
+# `bundle build --archive`'s packing in a process of its own: python -c PACK FOLDER TARGET
+PACK = (
+    "import sys; from pathlib import Path; from bundler.ship.archive import write_archive; "
+    "from bundler.lockfile import read_lock; folder = Path(sys.argv[1]); "
+    "write_archive(folder, read_lock(folder / 'bundle.lock.json'), Path(sys.argv[2]))"
+)
+
+
 # --- what goes in ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("suffix", FORMATS)
 def test_members_are_the_payload_under_one_top_folder(
     bundle: tuple[Path, Lock], suffix: str
 ) -> None:
@@ -129,7 +150,6 @@ def test_members_are_the_payload_under_one_top_folder(
     assert leftovers(folder) == []
 
 
-@pytest.mark.parametrize("suffix", FORMATS)
 def test_progress_reports_every_file_up_to_the_total(
     bundle: tuple[Path, Lock], tmp_path: Path, suffix: str
 ) -> None:
@@ -249,7 +269,6 @@ def test_a_lock_name_outside_the_folder_is_refused(tmp_path: Path) -> None:
 # --- reproducible ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("suffix", FORMATS)
 def test_same_payload_gives_the_same_bytes(
     bundle: tuple[Path, Lock], tmp_path: Path, suffix: str
 ) -> None:
@@ -262,13 +281,8 @@ def test_same_payload_gives_the_same_bytes(
             os.utime(path, (1_700_000_000, 1_700_000_000))
             path.chmod(0o755)
     second = tmp_path / "two" / f"{STEM}{suffix}"
-    script = (
-        "import sys; from pathlib import Path; from bundler.ship.archive import write_archive; "
-        "from bundler.lockfile import read_lock; folder = Path(sys.argv[1]); "
-        "write_archive(folder, read_lock(folder / 'bundle.lock.json'), Path(sys.argv[2]))"
-    )
     subprocess.run(
-        [sys.executable, "-c", f"import os; os.umask(0o077); {script}", str(folder), str(second)],
+        [sys.executable, "-c", f"import os; os.umask(0o077); {PACK}", str(folder), str(second)],
         check=True,
         cwd=REPO,
         env={**os.environ, "TZ": "Asia/Tokyo"},
@@ -300,7 +314,6 @@ def test_7z_members_carry_fixed_metadata(bundle: tuple[Path, Lock], tmp_path: Pa
 # --- failures leave nothing behind -----------------------------------------------------------
 
 
-@pytest.mark.parametrize("suffix", FORMATS)
 def test_a_wrong_hash_in_the_lock_keeps_no_archive(tmp_path: Path, suffix: str) -> None:
     folder = tmp_path / "dist"
     folder.mkdir()
@@ -313,7 +326,6 @@ def test_a_wrong_hash_in_the_lock_keeps_no_archive(tmp_path: Path, suffix: str) 
     assert leftovers(tmp_path) == []
 
 
-@pytest.mark.parametrize("suffix", FORMATS)
 def test_an_interrupted_run_keeps_the_earlier_archive(
     bundle: tuple[Path, Lock], tmp_path: Path, suffix: str
 ) -> None:
@@ -331,12 +343,11 @@ def test_an_interrupted_run_keeps_the_earlier_archive(
     assert leftovers(tmp_path) == []
 
 
-@pytest.mark.parametrize("suffix", FORMATS)
 def test_read_back_catches_other_bytes_and_other_members(
-    bundle: tuple[Path, Lock], tmp_path: Path, suffix: str
+    bundle: tuple[Path, Lock], packed: Path, suffix: str
 ) -> None:
-    folder, lock = bundle
-    target = write_archive(folder, lock, tmp_path / f"{STEM}{suffix}").path
+    folder, _ = bundle
+    target = packed
     expected = list(expected_members(folder).items())
     verify_archive(target, expected, suffix)
 
@@ -351,12 +362,11 @@ def test_read_back_catches_other_bytes_and_other_members(
         )
 
 
-@pytest.mark.parametrize("suffix", FORMATS)
 def test_read_back_catches_a_damaged_archive(
-    bundle: tuple[Path, Lock], tmp_path: Path, suffix: str
+    bundle: tuple[Path, Lock], packed: Path, suffix: str
 ) -> None:
-    folder, lock = bundle
-    target = write_archive(folder, lock, tmp_path / f"{STEM}{suffix}").path
+    folder, _ = bundle
+    target = packed
     data = bytearray(target.read_bytes())
     data[len(data) // 2] ^= 0xFF  # inside the DLL's compressed bytes
     target.write_bytes(data)
@@ -403,10 +413,7 @@ def test_an_unwritable_target_is_an_output_error(bundle: tuple[Path, Lock], tmp_
 
 
 PEAK_RSS_SCRIPT = (
-    "import resource, sys; from pathlib import Path; from bundler.ship.archive import "
-    "write_archive; from bundler.lockfile import read_lock; folder = Path(sys.argv[1]); "
-    "write_archive(folder, read_lock(folder / 'bundle.lock.json'), Path(sys.argv[2])); "
-    "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    PACK + "; import resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
 )
 
 
@@ -435,7 +442,6 @@ def peak_rss_of_packing(folder: Path, size: int, target: Path) -> float:
     return int(run.stdout) / 1024  # ru_maxrss is in KiB on Linux
 
 
-@pytest.mark.parametrize("suffix", FORMATS)
 def test_a_large_file_is_streamed(tmp_path: Path, suffix: str) -> None:
     """Packing a 300 MB DLL (sparse zeros: fast to write, read and compress, yet it sweeps the
     whole LZMA dictionary) costs at most 64 MB more peak memory than packing a 64 MB one (which
@@ -454,22 +460,10 @@ def test_a_large_file_is_streamed(tmp_path: Path, suffix: str) -> None:
 def test_build_archive_holds_the_real_bundle_with_the_lock_hashes(
     cpu_cache: Path, tmp_path: Path
 ) -> None:
-    from tests.conftest import bundle_from_cache
+    from tests.conftest import bundle_from_cache, hello_cpu
 
     out, target = tmp_path / "dist", tmp_path / "hello-1.0.zip"
-    hello = REPO / "examples" / "hello" / "hello.exe"
-    result = bundle_from_cache(
-        "build",
-        str(hello),
-        "--profile",
-        "ort-1.19.2-cpu",
-        "--out",
-        str(out),
-        "--cache-dir",
-        str(cpu_cache),
-        "--archive",
-        str(target),
-    )
+    result = bundle_from_cache("build", *hello_cpu(out, cpu_cache, "--archive", str(target)))
     assert result.returncode == 0, result.stderr
     assert f"archive: {target}" in result.stdout
     lock = read_lock(out / LOCK_NAME)

@@ -367,14 +367,6 @@ def test_severity_order_in_the_report(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def gpu_bundle(gpu_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("audit-gpu")
-    result = build(str(HELLO), "--out", str(out), "--cache-dir", str(gpu_cache), "--link")
-    assert result.returncode == 0, result.stderr
-    return out
-
-
-@pytest.fixture(scope="module")
 def cpu_bundle(cpu_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("audit-cpu")
     args = ["--profile", CPU, "--out", str(out), "--cache-dir", str(cpu_cache), "--link"]

@@ -34,9 +34,9 @@ from bundler.audit.judge import audit
 from bundler.audit.report import AuditReport
 from bundler.findings import Severity
 from bundler.plan import Status
-from tests.conftest import GPU, HELLO
+from tests.conftest import GPU
 from tests.support.wine import Wine, WineRun
-from tests.test_build import build, linked_copy
+from tests.test_build import linked_copy
 from tests.test_real_closure import CUDNN
 
 PROVIDER = "onnxruntime_providers_cuda.dll"
@@ -126,14 +126,6 @@ CASES = sample(SEED, CASES_WANTED)
 
 def lower(names: Iterable[str]) -> set[str]:
     return {name.lower() for name in names}
-
-
-@pytest.fixture(scope="module")
-def gpu_bundle(gpu_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("differential-gpu")
-    result = build(str(HELLO), "--out", str(out), "--cache-dir", str(gpu_cache), "--link")
-    assert result.returncode == 0, result.stderr
-    return out
 
 
 def explain(run: WineRun, findings: object) -> str:

@@ -43,7 +43,6 @@ from tests.test_audit import (
     broken_copy,
     synthetic_gpu,
 )
-from tests.test_audit import gpu_bundle as gpu_bundle  # the module fixture, reused
 from tests.test_real_closure import GPU_BUNDLE
 
 TEMPLATES = Templates(None)  # renders without keeping anything between runs

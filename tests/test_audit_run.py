@@ -29,10 +29,11 @@ from bundler.audit.judge import audit
 from bundler.audit.loadrun import prove_load
 from bundler.findings import Severity
 from bundler.plan import Status
-from tests.conftest import GPU, HELLO, require
+from tests.conftest import GPU
+from tests.support.mingw import compile_c
 from tests.support.pefactory import write_pe
 from tests.support.wine import Wine, require_wine
-from tests.test_build import build, linked_copy
+from tests.test_build import linked_copy
 from tests.test_real_closure import CUDNN
 
 PROVIDER = "onnxruntime_providers_cuda.dll"
@@ -59,14 +60,6 @@ LOAD_PROOF_KEYS = {
     "skipped",
     "doctor",
 }
-
-
-@pytest.fixture(scope="module")
-def gpu_bundle(gpu_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("run-gpu")
-    result = build(str(HELLO), "--out", str(out), "--cache-dir", str(gpu_cache), "--link")
-    assert result.returncode == 0, result.stderr
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -354,8 +347,7 @@ PLAIN_DLL = "__declspec(dllexport) int plain(void) { return 1; }\n"
 def compile_dll(source: str, target: Path) -> Path:
     c_file = target.with_suffix(".c")
     c_file.write_text(source)
-    gcc = ["x86_64-w64-mingw32-gcc", "-shared", "-s", "-o", str(target), str(c_file)]
-    subprocess.run(gcc, check=True)
+    compile_c(c_file, target, "-shared", "-s")
     c_file.unlink()
     return target
 
@@ -365,10 +357,6 @@ def test_a_root_exporting_dllinstall_is_not_loaded(
     wine: Wine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """regsvr32 /n /i runs DllInstall when a DLL has one: the proof must not run it."""
-    require(
-        shutil.which("x86_64-w64-mingw32-gcc") is not None,
-        "mingw-w64 is not installed (apt-get install mingw-w64)",
-    )
     folder = tmp_path / "dlls"
     folder.mkdir()
     # Two of the GPU profile's roots, loaded at run time when present.
@@ -381,7 +369,5 @@ def test_a_root_exporting_dllinstall_is_not_loaded(
     assert [name for name, _ in proof.skipped] == ["onnxruntime_providers_shared.dll"]
     assert not (folder / "dllinstall-ran.txt").exists()
     # What the guard prevents: regsvr32 itself does run it.
-    command = ["wine", "regsvr32", "/s", "/n", "/i", "onnxruntime_providers_shared.dll"]
-    env = wine.env(WINEDEBUG="-all")
-    subprocess.run(command, cwd=folder, env=env, stdin=subprocess.DEVNULL, timeout=120)
+    wine.program("regsvr32", "/s", "/n", "/i", "onnxruntime_providers_shared.dll", cwd=folder)
     assert (folder / "dllinstall-ran.txt").exists()

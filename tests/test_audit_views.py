@@ -21,7 +21,6 @@ from bundler.signatures import FINDING_CODES as SIGNATURE_CODES
 from tests.conftest import GPU, require_module, run_bundle
 from tests.support.pefactory import PESpec
 from tests.test_audit import PROVIDER, broken_copy, synthetic_gpu
-from tests.test_audit import gpu_bundle as gpu_bundle  # the module fixture, reused
 
 CUDNN_PIP = "pip nvidia-cudnn-cu12==9.1.0.70 (nvidia_cudnn_cu12-9.1.0.70-py3-none-win_amd64.whl"
 

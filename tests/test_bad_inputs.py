@@ -54,43 +54,18 @@ from tests.support.pefactory import (
     build_pe,
     write_pe,
 )
+from tests.support.profiles import artifact, profile, source
 
 DEPS_ENV = "BUNDLE_TEST_DEPS"
 OUTSIDE = 0x7FFF0000  # an RVA past every section of the synthetic images
 SHIPPED_X64 = "ort-1.19.2-gpu-cuda12"
 
-PROFILE = f"""\
-# A one-artifact profile for these tests: onnxruntime.dll from a local folder.
-schema_version = 1
-name = "bad-inputs"
-description = "test profile"
-architecture = "x64"
-min_windows = "10.0.10240"
-vc_runtime = "app-local"
-roots = ["onnxruntime.dll"]
-
-[[artifacts]]
-name = "onnxruntime"
-version = "1.19.2"
-provides = ["onnxruntime.dll"]
-
-[[artifacts.sources]]
-kind = "dir"
-env = "{DEPS_ENV}"
-subdir = "."
-"""
-
-URL_SOURCE = """
-[[artifacts]]
-name = "pinned"
-version = "1.0"
-provides = ["pinned.dll"]
-
-[[artifacts.sources]]
-kind = "url"
-url = "{url}"
-{pin}
-"""
+LOCAL_ORT = artifact(
+    "onnxruntime", "1.19.2", ["onnxruntime.dll"], source("dir", env=DEPS_ENV, subdir=".")
+)
+PROFILE = "# A one-artifact profile for these tests: onnxruntime.dll from a local folder.\n" + (
+    profile("bad-inputs", ["onnxruntime.dll"], LOCAL_ORT)
+)
 
 
 # --- the workspace a row prepares ----------------------------------------------------------------
@@ -283,7 +258,8 @@ def profile_with(text: str) -> Callable[[Workspace], list[str]]:
 
 
 def url_artifact(pin: str, url: str = "https://example.invalid/pinned.zip") -> str:
-    return PROFILE + URL_SOURCE.format(url=url, pin=pin)
+    """PROFILE and a second artifact from `url`, its source ending in the raw line(s) `pin`."""
+    return PROFILE + artifact("pinned", "1.0", ["pinned.dll"], source("url", url=url)) + pin + "\n"
 
 
 def config_with(text: str) -> Callable[[Workspace], list[str]]:
@@ -379,28 +355,6 @@ HTTP_ENV = {
     "NO_PROXY": "127.0.0.1",  # the server is on loopback, whatever proxy the machine has
 }
 
-URL_PROFILE = """\
-# onnxruntime.dll from a zip on the test's HTTP server, pinned.
-schema_version = 1
-name = "bad-inputs-url"
-description = "test profile"
-architecture = "x64"
-min_windows = "10.0.10240"
-vc_runtime = "app-local"
-roots = ["onnxruntime.dll"]
-
-[[artifacts]]
-name = "onnxruntime"
-version = "1.19.2"
-provides = ["onnxruntime.dll"]
-
-[[artifacts.sources]]
-kind = "url"
-url = "{url}"
-sha256 = "{sha256}"
-size = {size}
-"""
-
 
 def ort_dll(padding: int = 0) -> bytes:
     spec = PESpec(imports=("KERNEL32.dll",), file_version=(1, 19, 2, 0), padding=padding)
@@ -431,7 +385,12 @@ def pin_to(ws: Workspace, archive: bytes) -> list[str]:
     assert ws.server is not None, "a network row needs={'http'}"
     ws.url, ws.sha256 = ws.server.url(ARCHIVE_PATH), hashlib.sha256(archive).hexdigest()
     pinned = f"https://downloads.invalid{ARCHIVE_PATH}"
-    ws.profile.write_text(URL_PROFILE.format(url=pinned, sha256=ws.sha256, size=len(archive)))
+    zip_source = source("url", url=pinned, sha256=ws.sha256, size=len(archive))
+    ort = artifact("onnxruntime", "1.19.2", ["onnxruntime.dll"], zip_source)
+    ws.profile.write_text(
+        "# onnxruntime.dll from a zip on the test's HTTP server, pinned.\n"
+        + profile("bad-inputs-url", ["onnxruntime.dll"], ort)
+    )
     ws.app()
     args = ws.build(*mirror_args(ws))
     args.remove("--offline")

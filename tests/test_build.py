@@ -22,7 +22,7 @@ import pytest
 
 from bundler.lockfile import read_lock, write_lock
 from bundler.resources import doctor_exe
-from tests.conftest import CPU, HELLO, hello_cpu, pip_env, run_bundle
+from tests.conftest import CPU, HELLO, bundle_from_cache, hello_app, hello_cpu, run_bundle
 from tests.support.pefactory import PESpec, write_pe
 from tests.support.wine import Wine
 
@@ -38,13 +38,7 @@ GENERATED = (
 
 
 def build(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "bundler", "build", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**os.environ, "BUNDLE_DEBUG": "", **pip_env(PIP_FIND_LINKS="/nonexistent")},
-    )
+    return bundle_from_cache("build", *args, cwd=cwd)
 
 
 def build_json(*args: str) -> dict[str, object]:
@@ -67,14 +61,6 @@ def linked_copy(folder: Path, target: Path, without: str) -> Path:
 
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-@pytest.fixture(scope="module")
-def gpu_bundle(gpu_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("gpu-bundle")
-    result = build(str(HELLO), "--out", str(out), "--cache-dir", str(gpu_cache), "--link")
-    assert result.returncode == 0, result.stderr
-    return out
 
 
 # --- the bundle loads under a real PE loader ------------------------------------------------
@@ -208,9 +194,7 @@ def test_second_build_copies_and_hashes_nothing(gpu_bundle: Path, gpu_cache: Pat
 def test_rebuild_next_to_the_exe_keeps_the_lock_and_passes_locked(
     cpu_cache: Path, tmp_path: Path
 ) -> None:
-    app = tmp_path / "app"
-    app.mkdir()
-    shutil.copy(HELLO, app / "hello.exe")
+    app = hello_app(tmp_path / "app")
     args = [str(app / "hello.exe"), "--profile", CPU, "--cache-dir", str(cpu_cache)]
     assert build(*args).returncode == 0
     first = (app / "bundle.lock.json").read_text()
@@ -425,11 +409,9 @@ def test_sbom_lists_every_shipped_file_with_hash_supplier_and_licence(
 
 @pytest.mark.realdata
 def test_bare_build_reads_bundle_toml(cpu_cache: Path, tmp_path: Path) -> None:
-    app = tmp_path / "app"
-    app.mkdir()
-    shutil.copy(HELLO, app / "hello.exe")
-    (app / "bundle.toml").write_text(
-        '[build]\nexe = "hello.exe"\nprofile = "ort-1.19.2-cpu"\nout = "dist"\nsbom = true\n'
+    app = hello_app(
+        tmp_path / "app",
+        '[build]\nexe = "hello.exe"\nprofile = "ort-1.19.2-cpu"\nout = "dist"\nsbom = true\n',
     )
     result = build("--cache-dir", str(cpu_cache), cwd=app)
     assert result.returncode == 0, result.stderr

@@ -9,7 +9,6 @@ stop at --offline with an empty cache."""
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,7 +22,7 @@ from bundler.options import CONFIG, FLAG, Options
 from bundler.profile_names import Shipped, no_gpu_profile, unknown_profile
 from bundler.profiles import available_profiles, latest_gpu_release, load_profile
 from bundler.validate import CHOICES, COMPRESSIONS, Target, check, check_choice, origin_of
-from tests.conftest import CPU, DIRECTML, GPU, HELLO
+from tests.conftest import CPU, DIRECTML, GPU, HELLO, hello_app
 from tests.conftest import bundle_from_cache as bundle
 
 NEWEST_GPU = "ort-1.31.1-gpu-cuda13"  # what `latest` means while 1.31.1 is the newest GPU profile
@@ -31,8 +30,7 @@ NEWEST_GPU = "ort-1.31.1-gpu-cuda13"  # what `latest` means while 1.31.1 is the 
 
 def cpu_lock(folder: Path) -> Path:
     """A CPU bundle's lock file (as `bundle build` writes it) in `folder`, with its app."""
-    folder.mkdir(parents=True, exist_ok=True)
-    shutil.copy(HELLO, folder / "hello.exe")
+    hello_app(folder)
     lock = Lock(
         profile=CPU,
         architecture="x64",
@@ -49,8 +47,7 @@ def cpu_lock(folder: Path) -> Path:
 
 def source_beside_dist(tmp: Path) -> None:
     """examples/hello as it is after a build: the app's source folder, the bundle in dist/."""
-    (tmp / "app").mkdir()
-    shutil.copy(HELLO, tmp / "app" / "hello.exe")
+    hello_app(tmp / "app")
     cpu_lock(tmp / "app" / "dist")
 
 

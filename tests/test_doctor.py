@@ -33,17 +33,17 @@ import pytest
 from bundler.lock import DOCTOR_DATA, Lock, PrunedFile
 from bundler.render.doctor_dat import doctor_data
 from bundler.resources import doctor_exe as shipped_doctor_exe
-from tests.conftest import HELLO, REPO, pip_env, require
+from tests.conftest import HELLO, REPO, pip_env
 from tests.support import doctor as data
+from tests.support.doctor import DRIVER_516, DRIVER_551, Machine
+from tests.support.mingw import run_build_script
 from tests.support.wine import NATIVE_VC_RUNTIME, Wine
-from tests.test_build import build, linked_copy
+from tests.test_build import linked_copy
 
 pytestmark = pytest.mark.real_tools
 
 PROVIDER = "onnxruntime_providers_cuda.dll"
 NO_PROVIDER = (PROVIDER,)
-DRIVER_551 = "31.0.15.5161"  # driver 551.61
-DRIVER_516 = "31.0.15.1694"  # driver 516.94, below CUDA 12's 527.41
 ALLOWED_IMPORTS = {"kernel32.dll", "advapi32.dll", "bcrypt.dll", "version.dll", "msvcrt.dll"}
 DATA_ERROR = 22
 ALL_CUDNN = tuple(
@@ -63,29 +63,6 @@ ALL_CUDNN = tuple(
 # --- fixtures -------------------------------------------------------------------------------
 
 
-def build_doctor(out: Path) -> Path:
-    subprocess.run(["bash", str(REPO / "doctor" / "build.sh"), str(out)], check=True)
-    return out / "bundle-doctor.exe"
-
-
-@pytest.fixture(scope="session")
-def doctor_exe(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    require(
-        shutil.which("x86_64-w64-mingw32-gcc") is not None
-        and shutil.which("x86_64-w64-mingw32-windres") is not None,
-        "mingw-w64 is not installed (apt-get install mingw-w64)",
-    )
-    return build_doctor(tmp_path_factory.mktemp("doctor"))
-
-
-@pytest.fixture(scope="module")
-def gpu_bundle(gpu_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("doctor-gpu")
-    result = build(str(HELLO), "--out", str(out), "--cache-dir", str(gpu_cache), "--link")
-    assert result.returncode == 0, result.stderr
-    return out
-
-
 @pytest.fixture(scope="module")
 def shipped(gpu_bundle: Path, doctor_exe: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bundle as a customer gets it (a hard-linked copy), its data file without the load
@@ -95,36 +72,10 @@ def shipped(gpu_bundle: Path, doctor_exe: Path, tmp_path_factory: pytest.TempPat
     return folder
 
 
-class Machine:
-    """What a test puts into the prefix's System32; taken out again by the fixture."""
-
-    def __init__(self, wine: Wine, standins: Path) -> None:
-        self.wine = wine
-        self.standins = standins
-        self.system32 = wine.prefix / "drive_c" / "windows" / "system32"
-        self.placed: list[Path] = []
-
-    def place(self, source: Path) -> None:
-        target = self.system32 / source.name
-        assert not target.exists(), f"{target} exists: another test left it"
-        shutil.copyfile(source, target)
-        self.placed.append(target)
-
-    def driver(self, version: str = DRIVER_551) -> None:
-        self.place(self.standins / f"nvcuda-{version}" / "nvcuda.dll")
-
-    def cleanup(self) -> None:
-        for path in self.placed:
-            path.unlink(missing_ok=True)
-
-
 @pytest.fixture
 def machine(wine: Wine, standins: Path) -> Iterator[Machine]:
-    state = Machine(wine, standins)
-    try:
+    with Machine(wine, standins) as state:
         yield state
-    finally:
-        state.cleanup()
 
 
 def run(
@@ -167,10 +118,8 @@ def test_build_is_reproducible_and_imports_only_windows_dlls(
 ) -> None:
     elsewhere = tmp_path / "copy of the sources"
     shutil.copytree(REPO / "doctor", elsewhere / "doctor")
-    subprocess.run(
-        ["bash", str(elsewhere / "doctor" / "build.sh"), str(tmp_path / "b")], check=True
-    )
-    assert (tmp_path / "b" / "bundle-doctor.exe").read_bytes() == doctor_exe.read_bytes()
+    again = run_build_script(elsewhere / "doctor" / "build.sh", tmp_path / "b")
+    assert (again / "bundle-doctor.exe").read_bytes() == doctor_exe.read_bytes()
     # The exe the package ships is exactly what its sources build.
     assert shipped_doctor_exe().read_bytes() == doctor_exe.read_bytes()
     assert b"copy of the sources" not in doctor_exe.read_bytes()

@@ -36,6 +36,7 @@ import pytest
 
 from tests.conftest import REPO, require, test_cache_dir
 from tests.support.inno import Xvfb
+from tests.support.mingw import DLLTOOL, GCC, run_build_script
 from tests.support.wine import NATIVE_VC_RUNTIME, SERVER_TIMEOUT, Wine, WineRun, require_wine
 
 pytestmark = pytest.mark.real_tools
@@ -78,7 +79,7 @@ class DisplayWine(Wine):
     def __init__(self, prefix: Path, display: str) -> None:
         super().__init__(prefix)
         self.display = display
-        self._window: subprocess.Popen[bytes] | None = None
+        self._window: subprocess.Popen[str] | None = None
 
     def env(self, **extra: str) -> dict[str, str]:
         return {**super().env(**extra), "DISPLAY": self.display}
@@ -87,14 +88,7 @@ class DisplayWine(Wine):
         if self._up:
             return
         super().start()
-        with self.log.open("ab") as log:
-            self._window = subprocess.Popen(
-                ["wine", "notepad.exe"],
-                env=self.env(WINEDEBUG="-all"),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-            )
+        self._window = self.background("notepad.exe", to_log=True)
 
     def stop(self) -> None:
         super().stop()  # wineserver -k ends notepad too
@@ -124,13 +118,8 @@ def ep_wine(tmp_path_factory: pytest.TempPathFactory, standins: Path) -> Iterato
 
 @pytest.fixture(scope="session")
 def ep_register(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    require(
-        shutil.which("x86_64-w64-mingw32-gcc") is not None,
-        "mingw-w64 is not installed (apt-get install mingw-w64)",
-    )
-    out = tmp_path_factory.mktemp("ep-register")
     script = REPO / "tests" / "fixtures" / "build_ep_register.sh"
-    subprocess.run(["bash", str(script), str(out)], check=True, capture_output=True)
+    out = run_build_script(script, tmp_path_factory.mktemp("ep-register"), GCC, DLLTOOL)
     return out / "ep_register.exe"
 
 

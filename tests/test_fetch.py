@@ -22,6 +22,7 @@ import pytest
 from tests.conftest import CPU, GPU, REPO, RealDlls, fetch, pip_env, run_bundle
 from tests.support.httpserver import HttpServer
 from tests.support.pefactory import PESpec, build_pe
+from tests.support.profiles import artifact, profile, source
 
 
 def artifacts(result: subprocess.CompletedProcess[str]) -> list[dict[str, object]]:
@@ -190,34 +191,26 @@ def make_zip(members: dict[str, bytes], symlink: str | None = None) -> bytes:
 def write_profile(folder: Path, archive: bytes, name: str = "tiny-1.0.zip") -> Path:
     digest = hashlib.sha256(archive).hexdigest()
     path = folder / "tiny.toml"
-    path.write_text(
-        f"""schema_version = 1
-name = "tiny"
-description = "one zip"
-architecture = "x64"
-min_windows = "10.0.10240"
-vc_runtime = "app-local"
-roots = ["tiny.dll"]
-
-[[artifacts]]
-name = "tiny"
-version = "1.0"
-provides = ["tiny.dll"]
-licenses = ["LICENSE"]
-
-[[artifacts.sources]]
-kind = "url"
-url = "https://downloads.invalid/tiny/{name}"
-sha256 = "{digest}"
-size = {len(archive)}
-
-[[artifacts.sources]]
-kind = "dir"
-env = "TINY_HOME"
-subdir = "bin"
-"""
+    zip_source = source(
+        "url", url=f"https://downloads.invalid/tiny/{name}", sha256=digest, size=len(archive)
     )
+    folder_source = source("dir", env="TINY_HOME", subdir="bin")
+    tiny = artifact("tiny", "1.0", ["tiny.dll"], zip_source, folder_source, licenses=["LICENSE"])
+    path.write_text(profile("tiny", ["tiny.dll"], tiny, description="one zip"))
     return path
+
+
+def fetch_from_mirror(
+    server: HttpServer, tmp_path: Path, archive: bytes, served: bytes | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`bundle fetch` of the tiny profile pinned to `archive`, into tmp_path/cache, from a
+    mirror on `server` that serves `served` (the archive itself unless given)."""
+    profile = write_profile(tmp_path, archive)
+    server.serve_bytes("/m/tiny-1.0.zip", archive if served is None else served)
+    return fetch(
+        "--profile", str(profile), "--cache-dir", str(tmp_path / "cache"),
+        "--mirror", server.url("/m"), "--allow-http",
+    )  # fmt: skip
 
 
 def test_http_mirror_needs_allow_http(http_server: HttpServer, tmp_path: Path) -> None:
@@ -245,13 +238,8 @@ def test_http_mirror_needs_allow_http(http_server: HttpServer, tmp_path: Path) -
 
 def test_wrong_bytes_on_a_mirror_stop_the_run(http_server: HttpServer, tmp_path: Path) -> None:
     archive = make_zip({"tiny/bin/tiny.dll": dll_bytes()})
-    profile = write_profile(tmp_path, archive)
     tampered = archive[:-1] + bytes([archive[-1] ^ 1])
-    http_server.serve_bytes("/m/tiny-1.0.zip", tampered)
-    result = fetch(
-        "--profile", str(profile), "--cache-dir", str(tmp_path / "cache"),
-        "--mirror", http_server.url("/m"), "--allow-http",
-    )  # fmt: skip
+    result = fetch_from_mirror(http_server, tmp_path, archive, served=tampered)
     assert result.returncode == 9
     assert hashlib.sha256(archive).hexdigest() in result.stderr
     assert hashlib.sha256(tampered).hexdigest() in result.stderr
@@ -265,12 +253,7 @@ def test_unsafe_archive_is_refused_with_nothing_written(
         {"tiny/bin/tiny.dll": dll_bytes(), "../evil.dll": b"MZ", "/abs.dll": b"MZ"},
         symlink="tiny/bin/link.dll",
     )
-    profile = write_profile(tmp_path, archive)
-    http_server.serve_bytes("/m/tiny-1.0.zip", archive)
-    result = fetch(
-        "--profile", str(profile), "--cache-dir", str(tmp_path / "cache"),
-        "--mirror", http_server.url("/m"), "--allow-http",
-    )  # fmt: skip
+    result = fetch_from_mirror(http_server, tmp_path, archive)
     assert result.returncode == 10
     assert "evil.dll" in result.stderr or "abs.dll" in result.stderr or "link.dll" in result.stderr
     extracted = tmp_path / "cache" / "extracted"
@@ -309,14 +292,9 @@ def test_local_install_is_accepted_by_name_machine_and_version(tmp_path: Path) -
 
 def test_cache_list_and_clean(http_server: HttpServer, tmp_path: Path) -> None:
     archive = make_zip({"tiny/bin/tiny.dll": dll_bytes()})
-    profile = write_profile(tmp_path, archive)
-    http_server.serve_bytes("/m/tiny-1.0.zip", archive)
-    cache = tmp_path / "cache"
-    fetched = fetch(
-        "--profile", str(profile), "--cache-dir", str(cache),
-        "--mirror", http_server.url("/m"), "--allow-http",
-    )  # fmt: skip
+    fetched = fetch_from_mirror(http_server, tmp_path, archive)
     assert fetched.returncode == 0, fetched.stderr
+    cache = tmp_path / "cache"
     listing = run_bundle("cache", "list", "--cache-dir", str(cache))
     digest = hashlib.sha256(archive).hexdigest()
     assert f"{digest[:16]}" in listing.stdout and "tiny-1.0.zip" in listing.stdout

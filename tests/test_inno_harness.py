@@ -9,17 +9,17 @@ view, before other tests use it to judge bundle's generated installers.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from bundler.pe import read_pe
+from tests.support.doctor import DRIVER_516, DRIVER_551, Machine
 from tests.support.inno import VC_REDIST_LOG, InnoSetup, read_setup_log
+from tests.support.mingw import STANDINS_SCRIPT, run_build_script
 
 APP_DIR = r"C:\bundle test (x64)\app"
 VC_KEY = r"HKLM\SOFTWARE\Microsoft\VisualStudio\14.0\VC\Runtimes\x64"
-STANDIN_NVCUDA = "nvcuda-31.0.15.5161"
 
 SETUP = """\
 [Setup]
@@ -97,15 +97,14 @@ def test_64bit_setup_code_sees_system32_and_registry(
     setup = inno.compile(write_iss(tmp_path, "preflight", PREFLIGHT_CODE), tmp_path / "out")
     setup_exe = setup.check().setup_exe
     wow64 = inno.prefix / "drive_c" / "windows" / "syswow64"
-    try:
-        shutil.copy(standins / STANDIN_NVCUDA / "nvcuda.dll", inno.system32)
-        shutil.copy(standins / "nvcuda-31.0.15.1694" / "nvcuda.dll", wow64)
-        inno.set_registry(VC_KEY, "Installed", 1)
-        present = inno.install(setup_exe, APP_DIR, log=tmp_path / "present.log").check()
-    finally:
-        (inno.system32 / "nvcuda.dll").unlink(missing_ok=True)
-        (wow64 / "nvcuda.dll").unlink(missing_ok=True)
-        inno.delete_registry_key(VC_KEY)
+    with Machine(inno, standins) as machine:
+        try:
+            machine.driver(DRIVER_551)
+            machine.place(standins / f"nvcuda-{DRIVER_516}" / "nvcuda.dll", wow64)
+            inno.set_registry(VC_KEY, "Installed", 1)
+            present = inno.install(setup_exe, APP_DIR, log=tmp_path / "present.log").check()
+        finally:
+            inno.delete_registry_key(VC_KEY)
     absent = inno.install(setup_exe, APP_DIR, log=tmp_path / "absent.log").check()
 
     assert "preflight: nvcuda.dll 31.0.15.5161" in present.log
@@ -192,8 +191,7 @@ def test_standins_carry_the_driver_versions(standins: Path, tmp_path: Path) -> N
     assert redist.file_version is not None and redist.file_version >= (14, 40, 0, 0)
 
     again = tmp_path / "again"
-    build = Path(__file__).parent / "fixtures" / "standins" / "build.sh"
-    subprocess.run(["bash", str(build), str(again)], check=True, capture_output=True)
+    run_build_script(STANDINS_SCRIPT, again)
     for path in sorted(standins.rglob("*.*")):  # nvcuda-*/ are folders
         if path.is_dir():
             continue

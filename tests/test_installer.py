@@ -16,6 +16,7 @@ import pytest
 
 from tests.conftest import CPU, GPU, HELLO, REPO, RealDlls
 from tests.conftest import bundle_from_cache as bundle
+from tests.support.doctor import DRIVER_516, DRIVER_551, Machine
 from tests.support.inno import VC_REDIST_LOG, InnoSetup
 
 pytestmark = pytest.mark.realdata
@@ -32,12 +33,12 @@ def build(exe: Path, out: Path, cache: Path, *args: str) -> Path:
     return out / "setup.iss"
 
 
-def set_driver(inno: InnoSetup, standins: Path, version: str | None) -> None:
-    """Put the stand-in nvcuda.dll of `version` into System32, or none."""
-    target = inno.system32 / "nvcuda.dll"
-    target.unlink(missing_ok=True)
-    if version is not None:
-        shutil.copyfile(standins / f"nvcuda-{version}" / "nvcuda.dll", target)
+@pytest.fixture
+def machine(inno: InnoSetup, standins: Path) -> Iterator[Machine]:
+    """The prefix's System32 as a test sets it (the stand-in driver), emptied when it ends.
+    The GPUs the stand-in reports come from BUNDLE_STANDIN_GPUS, which setup passes on."""
+    with Machine(inno, standins) as state:
+        yield state
 
 
 def installed(inno: InnoSetup, folder: str) -> Path:
@@ -136,9 +137,9 @@ def preflight(inno: InnoSetup, setup: Path, tmp_path: Path, *args: str) -> tuple
 
 
 def test_without_a_driver_a_silent_install_logs_it_and_continues(
-    inno: InnoSetup, preflight_setup: Path, standins: Path, tmp_path: Path
+    inno: InnoSetup, preflight_setup: Path, machine: Machine, tmp_path: Path
 ) -> None:
-    set_driver(inno, standins, None)
+    machine.driver(None)
     code, log, app = preflight(inno, preflight_setup, tmp_path)
     assert code == 0, log
     assert "GPU preflight: No NVIDIA driver found" in log
@@ -151,9 +152,9 @@ def test_without_a_driver_a_silent_install_logs_it_and_continues(
 
 
 def test_without_a_driver_requiregpu_fails_the_install(
-    inno: InnoSetup, preflight_setup: Path, standins: Path, tmp_path: Path
+    inno: InnoSetup, preflight_setup: Path, machine: Machine, tmp_path: Path
 ) -> None:
-    set_driver(inno, standins, None)
+    machine.driver(None)
     code, log, app = preflight(inno, preflight_setup, tmp_path, "/REQUIREGPU")
     assert code == 1, log  # InitializeSetup returned False
     assert "No NVIDIA driver found" in log
@@ -164,16 +165,13 @@ def test_without_a_driver_requiregpu_fails_the_install(
 def test_a_new_enough_driver_passes(
     inno: InnoSetup,
     preflight_setup: Path,
-    standins: Path,
+    machine: Machine,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("BUNDLE_STANDIN_GPUS", "sm_86")  # the stand-in driver reports one GPU
-    set_driver(inno, standins, "31.0.15.5161")
-    try:
-        code, log, app = preflight(inno, preflight_setup, tmp_path, "/REQUIREGPU")
-    finally:
-        set_driver(inno, standins, None)
+    machine.driver(DRIVER_551)
+    code, log, app = preflight(inno, preflight_setup, tmp_path, "/REQUIREGPU")
     assert code == 0, log
     assert "NVIDIA driver 551.61 found" in log
     assert "527.41 or newer needed for CUDA 12" in log
@@ -187,20 +185,17 @@ def test_a_new_enough_driver_passes(
 def test_a_driver_without_a_gpu_fails_requiregpu_through_the_doctor(
     inno: InnoSetup,
     preflight_setup: Path,
-    standins: Path,
+    machine: Machine,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The preflight reads only the driver's version; the doctor asks the driver for GPUs
     (cuInit), before anything is copied."""
     monkeypatch.setenv("BUNDLE_STANDIN_GPUS", "")  # the driver answers, with no device
-    set_driver(inno, standins, "31.0.15.5161")
-    try:
-        code, log, app = preflight(inno, preflight_setup, tmp_path, "/REQUIREGPU")
-        stopped = not (app / "hello.exe").exists()
-        silent, silent_log, _ = preflight(inno, preflight_setup, tmp_path)
-    finally:
-        set_driver(inno, standins, None)
+    machine.driver(DRIVER_551)
+    code, log, app = preflight(inno, preflight_setup, tmp_path, "/REQUIREGPU")
+    stopped = not (app / "hello.exe").exists()
+    silent, silent_log, _ = preflight(inno, preflight_setup, tmp_path)
     assert code == 1, log
     assert "BA803" in log and "bundle-doctor found a GPU" in log and "setup stops" in log
     assert stopped
@@ -209,14 +204,11 @@ def test_a_driver_without_a_gpu_fails_requiregpu_through_the_doctor(
 
 
 def test_an_old_driver_is_reported_as_too_old(
-    inno: InnoSetup, preflight_setup: Path, standins: Path, tmp_path: Path
+    inno: InnoSetup, preflight_setup: Path, machine: Machine, tmp_path: Path
 ) -> None:
-    set_driver(inno, standins, "31.0.15.1694")
-    try:
-        code, log, _ = preflight(inno, preflight_setup, tmp_path)
-        required, required_log, app = preflight(inno, preflight_setup, tmp_path, "/REQUIREGPU")
-    finally:
-        set_driver(inno, standins, None)
+    machine.driver(DRIVER_516)
+    code, log, _ = preflight(inno, preflight_setup, tmp_path)
+    required, required_log, app = preflight(inno, preflight_setup, tmp_path, "/REQUIREGPU")
     assert code == 0, log
     assert "The NVIDIA driver 516.94 is too old" in log
     assert "needs 527.41 or newer for CUDA 12" in log
@@ -264,14 +256,14 @@ def gpu_output(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_gpu_setup_spans_slices_installs_and_loads_the_cuda_provider(
-    inno: InnoSetup, gpu_cache: Path, standins: Path, tmp_path: Path, gpu_output: Path
+    inno: InnoSetup, gpu_cache: Path, machine: Machine, tmp_path: Path, gpu_output: Path
 ) -> None:
     script = build(HELLO, tmp_path / "dist", gpu_cache, "--link", "--iss-compression", "zip/1")
     compiled = inno.compile(script, gpu_output, timeout=1800).check()
     names = sorted(path.name for path in compiled.files)
     assert compiled.setup_exe.name == "hello-1.0.0.0-setup.exe"
     assert "hello-1.0.0.0-setup-1.bin" in names, names  # DiskSpanning: the payload's slices
-    set_driver(inno, standins, None)
+    machine.driver(None)
     folder = r"C:\Program Files\ORT GPU (x64)"
     result = inno.install(compiled.setup_exe, folder, log=tmp_path / "setup.log", timeout=1800)
     shutil.rmtree(gpu_output, ignore_errors=True)

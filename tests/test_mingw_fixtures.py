@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.mingw import FIXTURES_SCRIPT, GCC, GCC_X86, run_build_script
+
 pytestmark = pytest.mark.mingw
 
 REPO = Path(__file__).resolve().parent.parent
@@ -203,12 +205,7 @@ def test_ortapp_imports_undecorated_ortgetapibase(mingw_build: Path, arch: str) 
 
 def test_fixture_build_is_byte_reproducible(mingw_build: Path, tmp_path: Path) -> None:
     # A different output path (and cwd) than the session build: paths must not leak in.
-    again = tmp_path / "second" / "build"
-    subprocess.run(
-        ["bash", str(REPO / "tests" / "fixtures" / "build.sh"), "second/build"],
-        check=True,
-        cwd=tmp_path,
-    )
+    again = run_build_script(FIXTURES_SCRIPT, "second/build", GCC, GCC_X86, cwd=tmp_path)
     assert files_in(again) == files_in(mingw_build)
     _, mismatch, errors = filecmp.cmpfiles(mingw_build, again, files_in(mingw_build), shallow=False)
     assert not mismatch and not errors, f"not reproducible: {mismatch + errors}"

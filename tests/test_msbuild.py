@@ -40,6 +40,7 @@ from bundler.render.postbuild import EVENT_NAME, POSTBUILD_NAME
 from tests.conftest import REPO, RealDlls, bundle_from_cache, require
 from tests.support.httpserver import HttpServer
 from tests.support.pefactory import PESpec, build_pe
+from tests.support.profiles import artifact, profile, source
 from tests.support.replica import HEADERS, TOP, ZIP_NAME, Replica, build_replica, write_release_zip
 from tests.support.wine import Wine
 
@@ -247,36 +248,24 @@ TINY_ROOTS = ("onnxruntime.dll", "onnxruntime_providers_shared.dll", "extra.dll"
 
 
 def tiny_profile(path: Path, digest: str, size: int, roots: tuple[str, ...] = TINY_ROOTS) -> Path:
-    path.write_text(
-        f"""schema_version = 1
-name = "tiny-sdk"
-description = "a release zip with headers and import libraries"
-architecture = "x64"
-min_windows = "10.0.10240"
-vc_runtime = "app-local"
-roots = [{", ".join(f'"{root}"' for root in roots)}]
-
-[[artifacts]]
-name = "onnxruntime"
-version = "1.0"
-provides = ["onnxruntime.dll", "helper.dll", "onnxruntime_providers_shared.dll", "extra.dll"]
-licenses = ["LICENSE"]
-
-[[artifacts.sources]]
-kind = "url"
-url = "https://downloads.invalid/ort/{TINY_TOP}.zip"
-sha256 = "{digest}"
-size = {size}
-sdk = true
-
-[[artifacts.sources]]
-kind = "pip"
-package = "onnxruntime-tiny"
-version = "1.0"
-wheel = "onnxruntime_tiny-1.0-py3-none-win_amd64.whl"
-sha256 = "{"0" * 64}"
-"""
+    zip_source = source(
+        "url",
+        url=f"https://downloads.invalid/ort/{TINY_TOP}.zip",
+        sha256=digest,
+        size=size,
+        sdk=True,
     )
+    wheel = source(
+        "pip",
+        package="onnxruntime-tiny",
+        version="1.0",
+        wheel="onnxruntime_tiny-1.0-py3-none-win_amd64.whl",
+        sha256="0" * 64,
+    )
+    provides = ("onnxruntime.dll", "helper.dll", "onnxruntime_providers_shared.dll", "extra.dll")
+    ort = artifact("onnxruntime", "1.0", provides, zip_source, wheel, licenses=["LICENSE"])
+    description = "a release zip with headers and import libraries"
+    path.write_text(profile("tiny-sdk", roots, ort, description=description))
     return path
 
 
@@ -441,14 +430,11 @@ def test_postbuild_cmd_copies_the_dlls_of_bin_into_the_target(
     target = tmp_path / "x64 (Release) & co"
     caller = tmp_path / "caller.cmd"
     caller.write_bytes(b'@"%PB_SCRIPT%" "%PB_TARGET%\\"\r\n')
-    wine.start()
-    env = wine.env(
-        WINEDEBUG="-all", PB_SCRIPT=windows(folder / POSTBUILD_NAME), PB_TARGET=windows(target)
-    )
-    done = subprocess.run(
-        ["wine", "cmd", "/c", windows(caller)],
-        env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=180,
-    )  # fmt: skip
+    told: dict[str, str | None] = {
+        "PB_SCRIPT": windows(folder / POSTBUILD_NAME),
+        "PB_TARGET": windows(target),
+    }
+    done = wine.program("cmd", "/c", windows(caller), env=told)
     assert done.returncode == 0, done.stdout + done.stderr
     assert files_under(target) == sorted(dlls_in(folder / "bin"))
     for name in dlls_in(folder / "bin"):

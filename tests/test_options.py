@@ -4,7 +4,6 @@ one place, and `bundle build --dry-run --json` says where each setting came from
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,7 @@ import pytest
 from bundler.errors import ConfigError
 from bundler.options import Options
 from bundler.ship.appconfig import load_config
-from tests.conftest import HELLO
+from tests.conftest import HELLO, hello_app
 from tests.test_build import build
 
 
@@ -50,10 +49,7 @@ def test_a_costly_default_is_found_only_when_needed() -> None:
 def test_build_dry_run_json_says_where_each_setting_came_from(
     gpu_cache: Path, tmp_path: Path
 ) -> None:
-    app = tmp_path / "app"
-    app.mkdir()
-    shutil.copy(HELLO, app / "hello.exe")
-    (app / "bundle.toml").write_text('[build]\nexe = "hello.exe"\nout = "dist"\nlink = true\n')
+    app = hello_app(tmp_path / "app", '[build]\nexe = "hello.exe"\nout = "dist"\nlink = true\n')
     result = build(
         "--config", str(app / "bundle.toml"), "--profile", "ort-1.19.2-gpu-cuda12",
         "--cache-dir", str(gpu_cache), "--dry-run", "--json",

@@ -27,6 +27,18 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel installed into a folder of its own (pip --target), for PYTHONPATH."""
+    site = tmp_path_factory.mktemp("site")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
+         str(site), str(wheel)],
+        check=True,
+    )  # fmt: skip
+    return site
+
+
 def test_wheel_contains_package_data(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for profile in (REPO / "manifests" / "profiles").glob("*.toml"):
@@ -40,14 +52,8 @@ def test_wheel_contains_package_data(wheel: Path) -> None:
     assert shipped == (REPO / "bundler" / "data" / "bundle-doctor.exe").read_bytes()
 
 
-def test_installed_wheel_runs_outside_the_checkout(wheel: Path, tmp_path: Path) -> None:
-    target = tmp_path / "site"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
-         str(target), str(wheel)],
-        check=True,
-    )  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(target)}
+def test_installed_wheel_runs_outside_the_checkout(installed: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(installed)}
     code = (
         "import bundler.resources as r, bundler; print(bundler.__file__); print(r.manifests_dir())"
     )
@@ -55,8 +61,8 @@ def test_installed_wheel_runs_outside_the_checkout(wheel: Path, tmp_path: Path) 
         [sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True
     )
     package_file, manifests = where.stdout.split()
-    assert package_file.startswith(str(target))
-    assert manifests == str(target / "bundler" / "_data" / "manifests")
+    assert package_file.startswith(str(installed))
+    assert manifests == str(installed / "bundler" / "_data" / "manifests")
     listing = subprocess.run(
         [sys.executable, "-m", "bundler", "profiles"],
         env=env,
@@ -68,16 +74,10 @@ def test_installed_wheel_runs_outside_the_checkout(wheel: Path, tmp_path: Path) 
     assert "ort-1.19.2-gpu-cuda12" in listing.stdout
 
 
-def test_wheel_contains_the_msbuild_templates(wheel: Path, tmp_path: Path) -> None:
+def test_wheel_contains_the_msbuild_templates(wheel: Path, installed: Path, tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for template in ("ort-bundle.props.j2", "ort-bundle.targets.j2"):
         assert f"bundler/_data/templates/{template}" in names
-    target = tmp_path / "site"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
-         str(target), str(wheel)],
-        check=True,
-    )  # fmt: skip
     code = (
         "from pathlib import Path; from bundler.lock import Lock; "
         "from bundler.render.engine import Templates; "
@@ -87,7 +87,7 @@ def test_wheel_contains_the_msbuild_templates(wheel: Path, tmp_path: Path) -> No
     )
     rendered = subprocess.run(
         [sys.executable, "-c", code],
-        env={**os.environ, "PYTHONPATH": str(target)},
+        env={**os.environ, "PYTHONPATH": str(installed)},
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -44,7 +44,7 @@ from bundler.render.postbuild import (
     write_postbuild,
 )
 from bundler.render.render_settings import PostbuildSettings
-from tests.conftest import CPU, HELLO, bundle_from_cache, hello_cpu, require
+from tests.conftest import CPU, bundle_from_cache, hello_app, hello_cpu, require
 from tests.support.wine import Wine
 
 TEMPLATES = Templates(None)  # renders without keeping anything between runs
@@ -95,22 +95,11 @@ class Cmd:
         self.locale = locale or {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
 
     def run(self, script: Path, args: str = "", caller: Path | None = None) -> CmdRun:
-        self.wine.start()
-        env = self.wine.env(
-            WINEDEBUG="-all", PB_SCRIPT=windows(script), PB_ARGS=args, **self.locale
+        told: dict[str, str | None] = {"PB_SCRIPT": windows(script), "PB_ARGS": args}
+        done = self.wine.program(
+            "cmd", "/c", windows(caller or self.caller), env={**told, **self.locale}
         )
-        done = subprocess.run(
-            ["wine", "cmd", "/c", windows(caller or self.caller)],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=180,
-        )
-        out, err = (
-            data.decode("utf-8", "replace").replace("\r\n", "\n")
-            for data in (done.stdout, done.stderr)
-        )
-        return CmdRun(done.returncode, out, err)
+        return CmdRun(done.returncode, done.stdout, done.stderr)  # CRLF read as LF
 
 
 def target_arg(folder: Path, *switches: str) -> str:
@@ -550,12 +539,10 @@ def test_no_postbuild_and_bundle_toml_turn_it_off(cpu_cache: Path, tmp_path: Pat
     )
     assert flag.returncode == 0, flag.stderr
     assert not (out / POSTBUILD_NAME).exists() and not (out / EVENT_NAME).exists()
-    app = tmp_path / "app"
-    app.mkdir()
-    shutil.copyfile(HELLO, app / "hello.exe")
-    (app / "bundle.toml").write_text(
+    app = hello_app(
+        tmp_path / "app",
         f'[build]\nexe = "hello.exe"\nprofile = "{CPU}"\nout = "dist"\n'
-        "[render]\npostbuild = false\n"
+        "[render]\npostbuild = false\n",
     )
     toml = bundle_from_cache("build", "--cache-dir", str(cpu_cache), cwd=app)
     assert toml.returncode == 0, toml.stderr
@@ -565,12 +552,10 @@ def test_no_postbuild_and_bundle_toml_turn_it_off(cpu_cache: Path, tmp_path: Pat
 
 @pytest.mark.realdata
 def test_bundle_toml_project_dir_makes_the_event_ready(cpu_cache: Path, tmp_path: Path) -> None:
-    app = tmp_path / "app"
-    app.mkdir()
-    shutil.copyfile(HELLO, app / "hello.exe")
-    (app / "bundle.toml").write_text(
+    app = hello_app(
+        tmp_path / "app",
         f'[build]\nexe = "hello.exe"\nprofile = "{CPU}"\nout = "../dist"\n'
-        '[render]\nproject_dir = "."\n'
+        '[render]\nproject_dir = "."\n',
     )
     result = bundle_from_cache("build", "--cache-dir", str(cpu_cache), cwd=app)
     assert result.returncode == 0, result.stderr

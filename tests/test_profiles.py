@@ -84,34 +84,30 @@ def test_invalid_fields_name_file_and_key(tmp_path: Path, change: str, message: 
     assert str(path) in str(error.value) and message in str(error.value)
 
 
-def test_unknown_key_is_a_typo_not_ignored(tmp_path: Path) -> None:
-    path = tmp_path / "typo.toml"
-    path.write_text(MINIMAL + 'driver_dll = ["nvcuda.dll"]\n')
-    with pytest.raises(ProfileError, match="unknown key"):
-        load_profile(str(path))
+ARTIFACT = '[[artifacts]]\nname = "x"\nversion = "1"\nprovides = ["x.dll"]\n[[artifacts.sources]]\n'
 
 
-def test_bad_sha256_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "sha.toml"
-    path.write_text(
-        MINIMAL
-        + '[[artifacts]]\nname = "x"\nversion = "1"\nprovides = ["x.dll"]\n'
-        + '[[artifacts.sources]]\nkind = "pip"\npackage = "x"\nversion = "1"\n'
-        + 'wheel = "x.whl"\nsha256 = "ABC"\n'
-    )
-    with pytest.raises(ProfileError, match="'sha256' must be 64 lower-case hex digits"):
-        load_profile(str(path))
-
-
-def test_plain_http_url_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "http.toml"
-    path.write_text(
-        MINIMAL
-        + '[[artifacts]]\nname = "x"\nversion = "1"\nprovides = ["x.dll"]\n'
-        + '[[artifacts.sources]]\nkind = "url"\nurl = "http://example.invalid/x.zip"\n'
-        + f'sha256 = "{"0" * 64}"\n'
-    )
-    with pytest.raises(ProfileError, match="https://"):
+@pytest.mark.parametrize(
+    ("added", "message"),
+    [
+        ('driver_dll = ["nvcuda.dll"]\n', "unknown key"),  # a typo, not ignored
+        (
+            ARTIFACT
+            + 'kind = "pip"\npackage = "x"\nversion = "1"\nwheel = "x.whl"\nsha256 = "ABC"\n',
+            "'sha256' must be 64 lower-case hex digits",
+        ),
+        (
+            ARTIFACT
+            + f'kind = "url"\nurl = "http://example.invalid/x.zip"\nsha256 = "{"0" * 64}"\n',
+            "https://",
+        ),
+    ],
+    ids=["unknown-key", "bad-sha256", "plain-http-url"],
+)
+def test_a_bad_line_is_refused(tmp_path: Path, added: str, message: str) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(MINIMAL + added)
+    with pytest.raises(ProfileError, match=message):
         load_profile(str(path))
 
 

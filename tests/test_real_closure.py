@@ -65,12 +65,19 @@ def by_status(plan: dict[str, object], status: str) -> set[str]:
     return {item["key"] for item in files if item["status"] == status}
 
 
+def closure(
+    real_dlls: RealDlls, profile: str, *packages: str
+) -> tuple[dict[str, object], set[str]]:
+    """`bundle deps --json` of hello.exe with `profile`, the DLLs of `packages`' wheels searched:
+    the plan, and the names it bundles."""
+    plan, code = deps_json(str(HELLO), "--profile", profile, *real_dlls.search_args(*packages))
+    assert code == 0, plan
+    return plan, by_status(plan, "bundled")
+
+
 def test_gpu_closure_is_exactly_the_documented_set(real_dlls: RealDlls) -> None:
-    plan, code = deps_json(
-        str(HELLO), "--profile", "ort-1.19.2-gpu-cuda12", *real_dlls.search_args(*GPU_WHEELS)
-    )
-    assert code == 0
-    assert by_status(plan, "bundled") == GPU_BUNDLE
+    plan, bundled = closure(real_dlls, "ort-1.19.2-gpu-cuda12", *GPU_WHEELS)
+    assert bundled == GPU_BUNDLE
     assert by_status(plan, "driver") == {"nvcuda.dll"}
     assert by_status(plan, "missing") == set()
     # Nothing of the OS: every bundled file comes out of one of the wheels' DLL folders.
@@ -129,22 +136,11 @@ def test_without_cudnn_graph_it_is_missing_with_chains(real_dlls: RealDlls, tmp_
 
 
 def test_directml_bundles_directml_dll_as_a_delay_import(real_dlls: RealDlls) -> None:
-    plan, code = deps_json(
-        str(HELLO),
-        "--profile",
-        "ort-1.19.2-directml",
-        *real_dlls.search_args("onnxruntime-directml", "msvc-runtime"),
+    plan, bundled = closure(
+        real_dlls, "ort-1.19.2-directml", "onnxruntime-directml", "msvc-runtime"
     )
-    assert code == 0
-    assert (
-        by_status(plan, "bundled")
-        == {
-            "onnxruntime.dll",
-            "onnxruntime_providers_shared.dll",
-            "directml.dll",
-        }
-        | VC_RUNTIME
-    )
+    ort = {"onnxruntime.dll", "onnxruntime_providers_shared.dll"}
+    assert bundled == ort | {"directml.dll"} | VC_RUNTIME
     assert {"d3d12.dll", "dxgi.dll", "dxcore.dll"} <= by_status(plan, "system")
     edges = plan["edges"]
     assert {"parent": "onnxruntime.dll", "child": "directml.dll", "kind": "delay-import"} in [
@@ -154,21 +150,8 @@ def test_directml_bundles_directml_dll_as_a_delay_import(real_dlls: RealDlls) ->
 
 
 def test_cpu_profile_closure(real_dlls: RealDlls) -> None:
-    plan, code = deps_json(
-        str(HELLO),
-        "--profile",
-        "ort-1.19.2-cpu",
-        *real_dlls.search_args("onnxruntime", "msvc-runtime"),
-    )
-    assert code == 0
-    assert (
-        by_status(plan, "bundled")
-        == {
-            "onnxruntime.dll",
-            "onnxruntime_providers_shared.dll",
-        }
-        | VC_RUNTIME
-    )
+    _, bundled = closure(real_dlls, "ort-1.19.2-cpu", "onnxruntime", "msvc-runtime")
+    assert bundled == {"onnxruntime.dll", "onnxruntime_providers_shared.dll"} | VC_RUNTIME
 
 
 def test_a_32_bit_exe_against_the_x64_profile_is_a_machine_mismatch(

@@ -29,8 +29,8 @@ from bundler.render.escaping import (
 )
 from bundler.render.iss import SPAN_ABOVE, app_id_for, iss_values, write_iss
 from bundler.render.render_settings import IssSettings
-from tests.conftest import HELLO, hello_cpu
 from tests.conftest import bundle_from_cache as bundle
+from tests.conftest import hello_app, hello_cpu
 
 TEMPLATES = Templates(None)  # renders without keeping anything between runs
 
@@ -321,13 +321,11 @@ def test_no_iss_writes_no_script(cpu_cache: Path, tmp_path: Path) -> None:
 
 @pytest.mark.realdata
 def test_bundle_toml_render_settings_apply_and_flags_win(cpu_cache: Path, tmp_path: Path) -> None:
-    app = tmp_path / "app"
-    app.mkdir()
-    (app / "hello.exe").write_bytes(HELLO.read_bytes())
-    (app / "bundle.toml").write_text(
+    app = hello_app(
+        tmp_path / "app",
         '[build]\nexe = "hello.exe"\nprofile = "ort-1.19.2-cpu"\nout = "dist"\n'
         '[render]\napp_name = "Hello Demo"\npublisher = "Example Ltd"\n'
-        'compression = "zip/1"\nshortcut = true\n'
+        'compression = "zip/1"\nshortcut = true\n',
     )
     result = bundle("build", "--cache-dir", str(cpu_cache), "--publisher", "Flag Ltd", cwd=app)
     assert result.returncode == 0, result.stderr

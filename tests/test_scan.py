@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,9 +19,9 @@ import pytest
 from bundler.profiles import load_profile
 from bundler.rules.scan import Confidence, Kind, Pool, dll_strings, pattern_regex, scan
 from bundler.system import load_system_policy
-from tests.conftest import CPU, DIRECTML, GPU, HELLO, RealDlls, fetch, pip_env, require, run_bundle
+from tests.conftest import CPU, DIRECTML, GPU, RealDlls, fetch, pip_env, run_bundle
+from tests.support.mingw import compile_c
 from tests.support.pefactory import PESpec, write_pe
-from tests.test_build import build
 
 LOADER_C = r"""
 #include <windows.h>
@@ -45,17 +44,9 @@ int main(int argc, char **argv) {
 
 @pytest.fixture(scope="module")
 def loader_exe(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    require(
-        shutil.which("x86_64-w64-mingw32-gcc") is not None,
-        "mingw-w64 is not installed (apt-get install mingw-w64)",
-    )
     folder = tmp_path_factory.mktemp("scan-src")
     (folder / "loader.c").write_text(LOADER_C)
-    exe = folder / "loader.exe"
-    subprocess.run(
-        ["x86_64-w64-mingw32-gcc", "-O1", "-o", str(exe), str(folder / "loader.c")], check=True
-    )
-    return exe
+    return compile_c(folder / "loader.c", folder / "loader.exe", "-O1")
 
 
 def pool_with(folder: Path, *names: str) -> Pool:
@@ -191,23 +182,14 @@ FALSE_POSITIVES = {
 }
 
 
-@pytest.fixture(scope="module")
-def gpu_folder(gpu_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The built GPU bundle of examples/hello: every DLL of the profile, hard-linked."""
-    out = tmp_path_factory.mktemp("scan-gpu")
-    result = build(str(HELLO), "--out", str(out), "--cache-dir", str(gpu_cache), "--link")
-    assert result.returncode == 0, result.stderr
-    return out
-
-
 @pytest.mark.realdata
-def test_the_real_gpu_dlls_give_the_profiles_runtime_loads(gpu_folder: Path) -> None:
+def test_the_real_gpu_dlls_give_the_profiles_runtime_loads(gpu_bundle: Path) -> None:
     profile = load_profile(GPU)
-    pool = Pool.of([gpu_folder], profile.driver_dlls)
+    pool = Pool.of([gpu_bundle], profile.driver_dlls)
     policy = load_system_policy()
     found: set[tuple[str, str]] = set()
     absent: set[str] = set()
-    for dll in sorted(gpu_folder.glob("*.dll")):
+    for dll in sorted(gpu_bundle.glob("*.dll")):
         result = scan(dll, pool, policy)
         found |= {(dll.name.lower(), c.key) for c in result.of_kind(Kind.RUNTIME)}
         absent |= {c.key for c in result.of_kind(Kind.ABSENT)}
@@ -258,26 +240,26 @@ def without_rule(profile: Path, target: Path, trigger: str) -> Path:
 
 
 @pytest.mark.realdata
-def test_profiles_check_fails_without_one_rule(gpu_folder: Path, tmp_path: Path) -> None:
+def test_profiles_check_fails_without_one_rule(gpu_bundle: Path, tmp_path: Path) -> None:
     profile = without_rule(load_profile(GPU).path, tmp_path / "gpu.toml", "nvrtc64_120_0.dll")
-    data, code = check(str(profile), *search_args(gpu_folder))
+    data, code = check(str(profile), *search_args(gpu_bundle))
     assert code == 6
     drifts = [(d["kind"], d["trigger"], d["name"]) for d in data["drifts"]]  # type: ignore[attr-defined]
     assert drifts == [("evidence-without-rule", "nvrtc64_120_0.dll", "nvrtc-builtins64_124.dll")]
 
 
 @pytest.mark.realdata
-def test_profiles_check_fails_when_a_dll_gains_a_name(gpu_folder: Path, tmp_path: Path) -> None:
+def test_profiles_check_fails_when_a_dll_gains_a_name(gpu_bundle: Path, tmp_path: Path) -> None:
     folder = tmp_path / "dlls"
     folder.mkdir()
-    for path in gpu_folder.glob("*.dll"):
+    for path in gpu_bundle.glob("*.dll"):
         os.link(path, folder / path.name)
     patched = folder / "cudnn64_9.dll"
     patched.unlink()  # a real copy: the hard link would carry the patch into the cache
-    shutil.copyfile(gpu_folder / "cudnn64_9.dll", patched)
+    shutil.copyfile(gpu_bundle / "cudnn64_9.dll", patched)
     with patched.open("ab") as handle:
         handle.write(b"\0cufft64_11.dll\0")
-    clean, clean_code = check(GPU, *search_args(gpu_folder))
+    clean, clean_code = check(GPU, *search_args(gpu_bundle))
     assert clean_code == 0, clean["drifts"]
     data, code = check(GPU, *search_args(folder))
     assert code == 6
@@ -287,7 +269,7 @@ def test_profiles_check_fails_when_a_dll_gains_a_name(gpu_folder: Path, tmp_path
 
 @pytest.mark.realdata
 def test_a_documented_exception_accepts_a_pair_and_goes_stale(
-    gpu_folder: Path, tmp_path: Path
+    gpu_bundle: Path, tmp_path: Path
 ) -> None:
     source = without_rule(load_profile(GPU).path, tmp_path / "base.toml", "nvrtc64_120_0.dll")
     exception = (
@@ -296,11 +278,11 @@ def test_a_documented_exception_accepts_a_pair_and_goes_stale(
     )
     excepted = tmp_path / "excepted.toml"
     excepted.write_text(source.read_text() + exception)
-    data, code = check(str(excepted), *search_args(gpu_folder))
+    data, code = check(str(excepted), *search_args(gpu_bundle))
     assert code == 0, data["drifts"]
     assert [d["kind"] for d in data["drifts"]] == ["excepted"]  # type: ignore[attr-defined]
     stale = tmp_path / "stale.toml"
     stale.write_text(load_profile(GPU).path.read_text() + exception)
-    data, code = check(str(stale), *search_args(gpu_folder))
+    data, code = check(str(stale), *search_args(gpu_bundle))
     assert code == 6
     assert [d["kind"] for d in data["drifts"]] == ["stale-exception"]  # type: ignore[attr-defined]

@@ -23,7 +23,6 @@ from bundler.signatures import SignatureState, check_signature
 from tests.conftest import CPU, GPU, HELLO, RealDlls, hello_cpu, require
 from tests.support.pefactory import PESpec, write_pe
 from tests.test_audit import audit_cli, broken_copy, found, patched_copy
-from tests.test_audit import gpu_bundle as gpu_bundle  # the module fixture, reused
 from tests.test_build import build
 from tests.test_real_closure import CUDNN, VC_RUNTIME
 

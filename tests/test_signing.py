@@ -21,9 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CPU, HELLO, require
+from tests.conftest import CPU, hello_app, require
 from tests.conftest import bundle_from_cache as bundle
 from tests.support.inno import InnoSetup
+from tests.support.mingw import compile_c
 
 PASSWORD_ENV = "BUNDLE_TEST_PFX_PASSWORD"
 PASSWORD = "Pfx-s3cret-7731"  # what must never appear in a rendered file
@@ -82,14 +83,11 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
 
 def config(folder: Path, sign: str) -> Path:
     """An app folder with hello.exe and a bundle.toml whose [sign] table is `sign`."""
-    folder.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(HELLO, folder / "hello.exe")
-    path = folder / "bundle.toml"
-    path.write_text(
+    toml = (
         f'[build]\nexe = "hello.exe"\nprofile = "{CPU}"\nout = "dist"\n\n'
         f'[render]\ncompression = "zip/1"\n\n[sign]\n{sign}'
     )
-    return path
+    return hello_app(folder, toml) / "bundle.toml"
 
 
 # --- configuration errors: one line, exit 14, before any work ------------------------------
@@ -179,7 +177,6 @@ int wmain(void) {
 def install_osslsigncode(inno: InnoSetup, folder: Path) -> None:
     """osslsigncode.exe on the prefix's PATH, running Debian's osslsigncode."""
     require(shutil.which("osslsigncode") is not None, "apt-get install osslsigncode")
-    require(shutil.which("x86_64-w64-mingw32-gcc") is not None, "apt-get install mingw-w64")
     shim = folder / "osslsigncode-shim.exe"
     dosdevices = str(inno.prefix / "dosdevices")
     shim.write_text(SHIM.format(python=sys.executable, dosdevices=dosdevices))
@@ -189,17 +186,7 @@ def install_osslsigncode(inno: InnoSetup, folder: Path) -> None:
     (windows / "osslsigncode-wait.cmd").write_text(waiter)
     source = folder / "launcher.c"
     source.write_text(LAUNCHER)
-    subprocess.run(
-        [
-            "x86_64-w64-mingw32-gcc",
-            "-municode",
-            "-O2",
-            "-o",
-            str(windows / "osslsigncode.exe"),
-            str(source),
-        ],
-        check=True,
-    )
+    compile_c(source, windows / "osslsigncode.exe", "-municode", "-O2")
 
 
 @dataclass(frozen=True)

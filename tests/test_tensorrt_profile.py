@@ -12,18 +12,10 @@ import pytest
 from bundler.profiles import DirSource, PipSource, load_profile
 from tests.conftest import HELLO, RealDlls, run_bundle
 from tests.support.pefactory import write_pe
+from tests.test_real_closure import GPU_WHEELS
 
 PROFILE = "ort-1.19.2-gpu-cuda12-tensorrt"
 TENSORRT = ("nvinfer_10.dll", "nvinfer_plugin_10.dll", "nvonnxparser_10.dll")
-GPU_PACKAGES = (
-    "onnxruntime-gpu",
-    "nvidia-cuda-runtime-cu12",
-    "nvidia-cublas-cu12",
-    "nvidia-cufft-cu12",
-    "nvidia-cuda-nvrtc-cu12",
-    "nvidia-cudnn-cu12",
-    "msvc-runtime",
-)
 
 
 def test_the_tensorrt_profile_loads_and_says_it_was_not_derived() -> None:
@@ -49,7 +41,7 @@ def test_the_tensorrt_profile_repeats_the_gpu_profiles_pins() -> None:
 
 
 def deps(real_dlls: RealDlls, *extra: str) -> tuple[int, dict[str, object]]:
-    args = [str(HELLO), "--profile", PROFILE, *real_dlls.search_args(*GPU_PACKAGES), *extra]
+    args = [str(HELLO), "--profile", PROFILE, *real_dlls.search_args(*GPU_WHEELS), *extra]
     result = run_bundle("deps", *args, "--json")
     return result.returncode, json.loads(result.stdout)
 

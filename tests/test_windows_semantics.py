@@ -46,6 +46,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CPU, HELLO, REPO, require
+from tests.support.mingw import compile_c
 from tests.support.winbuild import OFFLINE_PIP, WinBuilds, mirror
 from tests.support.winpython import VERSIONS, WinPython, winpath
 
@@ -97,16 +98,7 @@ class Builds:
 
     def start(self, *args: str) -> subprocess.Popen[str]:
         """`python.exe ARGS` in the background, output through pipes (winpython's docstring)."""
-        self.python.wine.start()
-        return subprocess.Popen(
-            ["wine", str(self.python.exe), *args],
-            env=self.python.environment({"BUNDLE_DEBUG": "", **OFFLINE_PIP}),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            encoding="utf-8",
-            errors="replace",
-        )
+        return self.python.background(*args, env={"BUNDLE_DEBUG": "", **OFFLINE_PIP})
 
 
 @pytest.fixture(scope="session")
@@ -121,12 +113,9 @@ def builds(win_builds: WinBuilds, tmp_path_factory: pytest.TempPathFactory) -> B
 @pytest.fixture(scope="module")
 def programs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """tests/fixtures/windows/*.c built for x64 Windows: NAME.exe for each NAME.c."""
-    compiler = shutil.which("x86_64-w64-mingw32-gcc")
-    require(compiler is not None, "mingw-w64 is not installed (apt-get install mingw-w64)")
     out = tmp_path_factory.mktemp("programs")
     for source in sorted(SOURCES.glob("*.c")):
-        exe = out / f"{source.stem}.exe"
-        subprocess.run([str(compiler), *CFLAGS, "-o", str(exe), str(source)], check=True)
+        compile_c(source, out / f"{source.stem}.exe", *CFLAGS)
     return out
 
 
@@ -378,13 +367,8 @@ def test_a_build_killed_halfway_then_run_again(builds: Builds, tmp_path: Path) -
 @contextmanager
 def holding(builds: Builds, programs: Path, dll: Path) -> Iterator[None]:
     """`dll` loaded by a running program (holddll.exe) while the block runs."""
-    holder = subprocess.Popen(
-        ["wine", str(programs / "holddll.exe"), winpath(dll)],
-        env=builds.python.environment({}),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    holder = builds.python.wine.background(
+        programs / "holddll.exe", winpath(dll), stdin=subprocess.PIPE
     )
     try:
         assert holder.stdout is not None

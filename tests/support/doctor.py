@@ -1,10 +1,18 @@
-"""bundle-doctor.dat for tests: the product's renderer (bundler/render/doctor_dat.py) on a built
-bundle's lock, with the changes a test needs (other GPU code, fewer load records, another ORT
-release), and `seal` for hand-made files (the bad-input cases)."""
+"""bundle-doctor for tests: the machine it looks at and the data file it reads.
+
+`Machine` is what a test puts into a Wine prefix's System32 for the doctor to find (the
+stand-in nvcuda.dll of a driver version, another ORT, ...): tests/test_doctor.py runs the doctor
+itself, tests/test_installer.py the setup whose preflight runs it. bundle-doctor.exe itself is
+the `doctor_exe` fixture (tests/support/mingw.py).
+
+bundle-doctor.dat: the product's renderer (bundler/render/doctor_dat.py) on a built bundle's
+lock, with the changes a test needs (other GPU code, fewer load records, another ORT release),
+and `seal` for hand-made files (the bad-input cases)."""
 
 from __future__ import annotations
 
 import hashlib
+import shutil
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -13,7 +21,10 @@ from bundler.findings import CATALOGUE
 from bundler.lock import DOCTOR_DATA, LOCK_NAME, Lock
 from bundler.lockfile import read_lock
 from bundler.render.doctor_dat import DOCTOR_CHECKS, doctor_data
+from tests.support.wine import Wine
 
+DRIVER_551 = "31.0.15.5161"  # driver 551.61
+DRIVER_516 = "31.0.15.1694"  # driver 516.94, below CUDA 12's 527.41
 PROVIDER = "onnxruntime_providers_cuda.dll"
 # docs/field-notes.md#gpu-code: ORT 1.22.0's provider (all 158 blobs)
 PROVIDER_1_22_0 = {PROVIDER: (("sm_52", "sm_61", "sm_75", "sm_86", "sm_89"), ("sm_90",))}
@@ -22,6 +33,37 @@ CHECKS = tuple(
     (code, CATALOGUE[code].severity.value, CATALOGUE[code].name, CATALOGUE[code].title)
     for code in DOCTOR_CHECKS
 )
+
+
+class Machine:
+    """What a test puts into a prefix's System32, taken out again when its `with` ends. The
+    prefix is shared with other tests: a file already there is an error, never replaced."""
+
+    def __init__(self, wine: Wine, standins: Path) -> None:
+        self.standins = standins
+        self.system32 = wine.prefix / "drive_c" / "windows" / "system32"
+        self.placed: list[Path] = []
+
+    def __enter__(self) -> Machine:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for path in self.placed:
+            path.unlink(missing_ok=True)
+
+    def place(self, source: Path, folder: Path | None = None) -> None:
+        """A copy of `source` in `folder`, System32 unless named."""
+        target = (folder or self.system32) / source.name
+        assert not target.exists(), f"{target} exists: another test left it"
+        shutil.copyfile(source, target)
+        self.placed.append(target)
+
+    def driver(self, version: str | None = DRIVER_551) -> None:
+        """The stand-in nvcuda.dll of driver `version` in System32; None: no driver at all."""
+        if version is None:
+            assert not (self.system32 / "nvcuda.dll").exists(), "another test left a driver"
+            return
+        self.place(self.standins / f"nvcuda-{version}" / "nvcuda.dll")
 
 
 def changed_lock(

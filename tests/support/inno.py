@@ -35,13 +35,12 @@ from pathlib import Path, PureWindowsPath
 
 import pytest
 
-from tests.conftest import REPO, require, test_cache_dir
+from tests.conftest import require, test_cache_dir
 from tests.support.wine import SERVER_TIMEOUT, Wine, require_wine
 
 ISCC_VERSION = "6.4.1"
 WINDOWS_VERSION = "win10"
 XVFB_ARGS = ("-screen", "0", "1024x768x24", "-nolisten", "tcp")  # local clients only
-STANDINS = REPO / "tests" / "fixtures" / "standins"
 VC_REDIST_LOG = r"C:\vc_redist_ran.txt"
 """Where the stand-in vc_redist.x64.exe appends its command line on each run."""
 
@@ -242,14 +241,8 @@ class InnoSetup(Wine):
         deadline = time.monotonic() + SERVER_TIMEOUT
         answer = ""
         while time.monotonic() < deadline:
-            done = subprocess.run(
-                ["wine", "net", "start", "rpcss"],
-                env=self.env(LC_ALL="C", WINEDEBUG="-all"),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=SERVER_TIMEOUT,
+            done = self.program(
+                "net", "start", "rpcss", env={"LC_ALL": "C"}, timeout=SERVER_TIMEOUT
             )
             answer = done.stdout.strip()
             if done.returncode == 0 or "already running" in answer:
@@ -425,18 +418,3 @@ def inno(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InnoSetup]:
         harness.stop()
         display.stop()
         shutil.rmtree(prefix, ignore_errors=True)
-
-
-@pytest.fixture(scope="session")
-def standins(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Stand-in PE files for installer tests, built by tests/fixtures/standins/build.sh:
-    nvcuda-31.0.15.5161/nvcuda.dll (driver 551.61), nvcuda-31.0.15.1694/nvcuda.dll (516.94)
-    and vc_redist.x64.exe, which appends its command line to C:\\vc_redist_ran.txt."""
-    require(
-        shutil.which("x86_64-w64-mingw32-gcc") is not None
-        and shutil.which("x86_64-w64-mingw32-windres") is not None,
-        "mingw-w64 is not installed (apt-get install mingw-w64)",
-    )
-    out = tmp_path_factory.mktemp("standins")
-    subprocess.run(["bash", str(STANDINS / "build.sh"), str(out)], check=True)
-    return out

@@ -22,34 +22,13 @@ from pathlib import Path
 
 from tests.support.httpserver import Handler, HttpServer
 from tests.support.pefactory import PESpec, build_pe
+from tests.support.profiles import artifact, profile, source
 
 NAME = "onnxruntime-slow-1.0.zip"
 PATH = f"/dl/{NAME}"
 DEPS = ("dep_a.dll", "dep_b.dll", "dep_c.dll", "dep_d.dll")
 TOP = "ort-slow"
 _RANGE = re.compile(r"bytes=(\d+)-")
-
-PROFILE = """\
-schema_version = 1
-name = "slow-release"
-description = "a synthetic release served slowly by a local server"
-architecture = "x64"
-min_windows = "10.0.10240"
-vc_runtime = "app-local"
-roots = ["onnxruntime.dll"]
-
-[[artifacts]]
-name = "onnxruntime"
-version = "1.0"
-provides = ["onnxruntime.dll", "dep_*.dll"]
-licenses = ["LICENSE"]
-
-[[artifacts.sources]]
-kind = "url"
-url = "https://downloads.invalid/dl/{name}"
-sha256 = "{sha256}"
-size = {size}
-"""
 
 
 @dataclass(frozen=True)
@@ -61,7 +40,12 @@ class Release:
     def write_profile(self, folder: Path) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / "slow-release.toml"
-        path.write_text(PROFILE.format(name=NAME, sha256=self.sha256, size=len(self.archive)))
+        url = f"https://downloads.invalid/dl/{NAME}"
+        zip_source = source("url", url=url, sha256=self.sha256, size=len(self.archive))
+        provides = ["onnxruntime.dll", "dep_*.dll"]
+        ort = artifact("onnxruntime", "1.0", provides, zip_source, licenses=["LICENSE"])
+        description = "a synthetic release served slowly by a local server"
+        path.write_text(profile("slow-release", ["onnxruntime.dll"], ort, description=description))
         return path
 
 

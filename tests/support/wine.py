@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -127,19 +128,11 @@ class Wine:
         overrides `overrides` or Wine's defaults, `env` added (None removes a variable). On a
         timeout the prefix is stopped, so nothing it started keeps running, and it re-raises."""
         self.start()
-        environment = self.env(WINEDEBUG=debug)
-        environment.pop("WINEDLLOVERRIDES", None)
-        if overrides is not None:
-            environment["WINEDLLOVERRIDES"] = overrides
-        for name, value in (env or {}).items():
-            environment.pop(name, None)
-            if value is not None:
-                environment[name] = value
         try:
             return subprocess.run(
                 ["wine", str(program), *args],
                 cwd=cwd,
-                env=environment,
+                env=self.environment(debug, overrides, env),
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 encoding="utf-8",
@@ -149,6 +142,48 @@ class Wine:
         except subprocess.TimeoutExpired:
             self.stop()  # whatever the program started must not keep running
             raise
+
+    def background(
+        self,
+        program: Path | str,
+        *args: str,
+        env: dict[str, str | None] | None = None,
+        stdin: int = subprocess.DEVNULL,
+        to_log: bool = False,
+    ) -> subprocess.Popen[str]:
+        """`program` as `program()` runs it (Wine's debug output off, Wine's default DLL
+        overrides), started and not waited for: the caller reads its pipes and waits.
+        `stdin=subprocess.PIPE` gives it a standard input the caller can write or close.
+        `to_log`: its output goes to the prefix's log instead, for a program that starts Wine's
+        own processes (they would inherit the pipes, and hold them as long as they live)."""
+        self.start()
+        with self.log.open("ab") as log:
+            output: int | IO[bytes] = log if to_log else subprocess.PIPE
+            return subprocess.Popen(
+                ["wine", str(program), *args],
+                env=self.environment("-all", None, env),
+                stdin=stdin,
+                stdout=output,
+                stderr=output,
+                encoding="utf-8",
+                errors="replace",
+            )
+
+    def environment(
+        self, debug: str, overrides: str | None, env: dict[str, str | None] | None
+    ) -> dict[str, str]:
+        """What a program of this prefix runs with: WINEDEBUG=`debug`, WINEDLLOVERRIDES
+        `overrides` (None: Wine's defaults, whatever this process has), `env` added (None
+        removes a variable)."""
+        environment = self.env(WINEDEBUG=debug)
+        environment.pop("WINEDLLOVERRIDES", None)
+        if overrides is not None:
+            environment["WINEDLLOVERRIDES"] = overrides
+        for name, value in (env or {}).items():
+            environment.pop(name, None)
+            if value is not None:
+                environment[name] = value
+        return environment
 
     def stop(self) -> None:
         """Kill the prefix's wineserver and every process in it, and wait until it is gone."""

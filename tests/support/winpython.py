@@ -91,11 +91,9 @@ class WinPython:
         DLL overrides, as on a user's machine: Wine.program's)."""
         return {"PYTHONIOENCODING": "utf-8", "BUNDLE_TEST_PYTHONPATH": winpath(REPO), **extra}
 
-    def environment(self, extra: dict[str, str]) -> dict[str, str]:
-        """The whole environment, for a program started in the background (Popen)."""
-        env = self.wine.env(WINEDEBUG="-all")
-        env.pop("WINEDLLOVERRIDES", None)
-        return {**env, **{k: v for k, v in self.extras(extra).items() if v is not None}}
+    def background(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+        """`python.exe ARGS` as `python` runs it, started and not waited for (Wine.background)."""
+        return self.wine.background(self.exe, *args, env=self.extras(env or {}))
 
 
 def interpreter(minor: str) -> Path:
