@@ -228,8 +228,8 @@ def test_one_release_newer_than_the_catalogue_is_reported(http_server: HttpServe
 
 def test_ep_packs_are_listed_with_their_newest_windows_release(http_server: HttpServer) -> None:
     """The plugin EPs on the index, newest Windows release each (a newer Linux-only or yanked
-    release does not count); one the index lacks is listed as absent; none makes the catalogue
-    behind."""
+    release does not count), beside the version manifests/eps/ pins; one the index lacks is
+    listed as absent; a pack at its pin, or one no pack ships, leaves the catalogue current."""
     rtx, openvino = "onnxruntime-ep-nv-tensorrt-rtx-cu13", "onnxruntime-ep-openvino"
     files = [_wheel(rtx, "0.4.0"), _wheel(rtx, "0.5.0")]
     files.append({**_wheel(rtx, "0.6.0"), "yanked": True})
@@ -237,20 +237,50 @@ def test_ep_packs_are_listed_with_their_newest_windows_release(http_server: Http
     linux["filename"] = str(linux["filename"]).replace("win_amd64", "manylinux_2_28_x86_64")
     page = {"meta": {"api-version": "1.1"}, "name": rtx, "files": [*files, linux]}
     http_server.serve_bytes(f"/simple/{rtx}/", json.dumps(page).encode())
-    http_server.serve_bytes(f"/simple/{openvino}/", _page(openvino, ["1.0.0", "1.2.0"]))
+    http_server.serve_bytes(f"/simple/{openvino}/", _page(openvino, ["1.0.0", "1.8.1"]))
+    cu12 = "onnxruntime-ep-nv-tensorrt-rtx-cu12"
+    http_server.serve_bytes(f"/simple/{cu12}/", _page(cu12, ["0.9.0"]))
     data, code = outdated(catalogue_index(http_server, {}))
     assert code == 0 and data["current"] is True, data
     packs = {pack["package"]: pack for pack in data["ep_packs"]}  # type: ignore[attr-defined]
-    assert packs[rtx] == {"package": rtx, "newest": "0.5.0", "listed": True}
-    assert packs[openvino]["newest"] == "1.2.0"
+    assert packs[rtx] == {
+        "package": rtx,
+        "newest": "0.5.0",
+        "listed": True,
+        "pinned": "0.5.0",  # manifests/eps/nv-tensorrt-rtx.toml
+        "pack": "nv-tensorrt-rtx",
+        "behind": False,
+    }
+    assert packs[openvino]["newest"] == "1.8.1" and packs[openvino]["pinned"] == "1.8.1"
+    assert packs[cu12]["pinned"] is None and packs[cu12]["behind"] is False  # no pack ships it
     webgpu = packs["onnxruntime-ep-webgpu"]
     assert webgpu["newest"] is None and webgpu["listed"] is False
-    assert set(packs) >= {"onnxruntime-ep-nv-tensorrt-rtx-cu12"}
     text = run_bundle("profiles", "outdated", "--index-url", str(data["index_url"]), "--allow-http")
     lines = text.stdout.splitlines()
-    start = lines.index("EP packs (not yet in any profile):")
-    assert f"  {rtx}: 0.5.0" in lines[start:] and f"  {openvino}: 1.2.0" in lines[start:]
-    assert "  onnxruntime-ep-webgpu: not on this index" in lines[start:]
+    start = lines.index("EP PACKS (bundle build --ep):")
+    assert f"  {rtx}: 0.5.0; --ep nv-tensorrt-rtx pins 0.5.0" in lines[start:]
+    assert f"  {cu12}: 0.9.0; no pack ships it" in lines[start:]
+    assert "  onnxruntime-ep-webgpu: not on this index; --ep webgpu pins 0.4.0" in lines[start:]
+
+
+def test_a_newer_release_of_a_pinned_ep_pack_puts_the_catalogue_behind(
+    http_server: HttpServer,
+) -> None:
+    webgpu = "onnxruntime-ep-webgpu"
+    http_server.serve_bytes(f"/simple/{webgpu}/", _page(webgpu, ["0.4.0", "0.5.0"]))
+    data, code = outdated(catalogue_index(http_server, {}))
+    assert code == ExitCode.CATALOGUE_BEHIND and data["behind"] == 1, data
+    packs = {pack["package"]: pack for pack in data["ep_packs"]}  # type: ignore[attr-defined]
+    assert packs[webgpu]["pinned"] == "0.4.0" and packs[webgpu]["behind"] is True
+    text = run_bundle("profiles", "outdated", "--index-url", str(data["index_url"]), "--allow-http")
+    assert text.returncode == 24, text.stderr
+    assert (
+        f"  {webgpu}: 0.5.0 is newer: --ep webgpu pins 0.4.0; update manifests/eps/webgpu.toml"
+        in text.stdout.splitlines()
+    )
+    verdict = text.stdout.splitlines()[-1]
+    assert "(0 ORT, 0 CUDA/cuDNN component, 1 EP pack)" in verdict, verdict
+    assert "update the pin of each newer EP pack" in verdict, verdict
 
 
 def test_an_unreachable_index_is_a_fetch_error(

@@ -57,15 +57,19 @@ def outdated_text(report: Outdated) -> str:
             for c in report.components
         ]
     if report.ep_packs:
-        lines += ["", "EP packs (not yet in any profile):"]
+        lines += ["", "EP PACKS (bundle build --ep):"]
         lines += [f"  {pack.package}: {_ep_pack_state(pack)}" for pack in report.ep_packs]
     return "\n".join([*lines, "", outdated_verdict(report)])
 
 
 def _ep_pack_state(pack: EpPack) -> str:
-    if not pack.listed:
-        return "not on this index"
-    return pack.newest or "no Windows wheel"
+    newest = pack.newest or "no Windows wheel" if pack.listed else "not on this index"
+    if pack.pinned is None:
+        return f"{newest}; no pack ships it"
+    shipped = f"--ep {pack.pack} pins {pack.pinned}"
+    if pack.behind:
+        return f"{newest} is newer: {shipped}; update manifests/eps/{pack.pack}.toml"
+    return f"{newest}; {shipped}"
 
 
 def outdated_verdict(report: Outdated) -> str:
@@ -78,9 +82,11 @@ def outdated_verdict(report: Outdated) -> str:
     releases = f"{report.behind} release{'s' if report.behind != 1 else ''}"
     todo = ["derive each missing profile with its command"] if report.missing else []
     todo += ["add a component set for each newer component"] if report.components else []
+    todo += ["update the pin of each newer EP pack"] if report.newer_packs else []
+    packs = f", {len(report.newer_packs)} EP pack" if report.newer_packs else ""
     return (
         f"the catalogue is behind: {releases} not covered ({len(report.missing)} ORT, "
-        f"{len(report.components)} CUDA/cuDNN component); {' and '.join(todo)} "
+        f"{len(report.components)} CUDA/cuDNN component{packs}); {' and '.join(todo)} "
         f"(exit {ExitCode.CATALOGUE_BEHIND:d})"
     )
 

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bundler.acquire.download import DownloadPolicy
+from bundler.ep_packs import EpPack as PinnedPack
+from bundler.ep_packs import available_packs, load_pack
 from bundler.profiles import available_profiles
 from bundler.rules.derive.catalogue import PACKAGES, SINCE
 from bundler.rules.derive.flavours import Flavour, available_flavours, load_flavour
@@ -30,7 +32,8 @@ from bundler.rules.derive.index import (
 )
 
 # The plugin execution providers on PyPI (pypi.org/project/<name>/, read 2026-12): packages
-# that load into onnxruntime >= 1.23 through the Plugin EP ABI. No profile ships one yet.
+# that load into onnxruntime >= 1.23 through the Plugin EP ABI. manifests/eps/ pins the ones
+# `bundle build --ep` ships (bundler.ep_packs); the others are listed for information.
 EP_PACKS = (
     "onnxruntime-ep-nv-tensorrt-rtx-cu13",
     "onnxruntime-ep-nv-tensorrt-rtx-cu12",
@@ -60,6 +63,14 @@ class EpPack:
     package: str
     newest: str | None  # the newest release with a Windows wheel; None: not on the index
     listed: bool  # False: the index has no such project
+    pinned: str | None = None  # the version manifests/eps/ pins; None: no pack ships it
+    pack: str | None = None  # the pack's name (`--ep NAME`)
+
+    @property
+    def behind(self) -> bool:
+        """A pinned pack with a newer Windows release on the index."""
+        newer = self.newest and self.pinned and version_key(self.newest) > version_key(self.pinned)
+        return bool(newer)
 
 
 @dataclass(frozen=True)
@@ -68,16 +79,21 @@ class Outdated:
     missing: tuple[MissingRelease, ...] = ()
     components: tuple[NewerComponent, ...] = ()
     checked: dict[str, list[str]] = field(default_factory=dict)  # package -> releases seen
-    ep_packs: tuple[EpPack, ...] = ()  # for information: never part of `current`
+    ep_packs: tuple[EpPack, ...] = ()  # a pinned pack with a newer release counts as behind
 
     @property
     def current(self) -> bool:
-        return not (self.missing or self.components)
+        return not self.behind
 
     @property
     def behind(self) -> int:
-        """How many releases the catalogue misses: ORT releases and component releases."""
-        return len(self.missing) + len(self.components)
+        """How many releases the catalogue misses: ORT releases, component releases and newer
+        releases of the EP packs it pins."""
+        return len(self.missing) + len(self.components) + len(self.newer_packs)
+
+    @property
+    def newer_packs(self) -> tuple[EpPack, ...]:
+        return tuple(pack for pack in self.ep_packs if pack.behind)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -88,7 +104,7 @@ class Outdated:
             "missing_releases": [vars(item) for item in self.missing],
             "newer_components": [vars(item) for item in self.components],
             "releases_checked": self.checked,
-            "ep_packs": [vars(item) for item in self.ep_packs],
+            "ep_packs": [{**vars(item), "behind": item.behind} for item in self.ep_packs],
         }
 
 
@@ -113,13 +129,26 @@ def outdated(index_url: str, policy: DownloadPolicy) -> Outdated:
         for name in sorted(available_flavours())
         for newer in _newer_components(load_flavour(name), index_url, policy)
     ]
-    packs = tuple(_ep_pack(name, carrier.architecture, index_url, policy) for name in EP_PACKS)
+    pinned = {pack.source.package: pack for pack in map(load_pack, available_packs())}
+    packs = tuple(
+        _ep_pack(name, carrier.architecture, index_url, policy, pinned.get(name))
+        for name in EP_PACKS
+    )
     return Outdated(index_url, tuple(missing), tuple(components), checked, packs)
 
 
-def _ep_pack(package: str, architecture: str, index_url: str, policy: DownloadPolicy) -> EpPack:
+def _ep_pack(
+    package: str,
+    architecture: str,
+    index_url: str,
+    policy: DownloadPolicy,
+    pinned: PinnedPack | None,
+) -> EpPack:
     releases = platform_releases(package, architecture, index_url, policy)
-    return EpPack(package, releases[-1] if releases else None, releases is not None)
+    newest = releases[-1] if releases else None
+    if pinned is None:
+        return EpPack(package, newest, releases is not None)
+    return EpPack(package, newest, releases is not None, pinned.source.version, pinned.name)
 
 
 def _has_profile(kind: str, release: str, shipped: set[str]) -> bool:
