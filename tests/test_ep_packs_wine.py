@@ -5,10 +5,11 @@ ORT below a pack's minimum is refused by the pack itself.
 
 The app is tests/fixtures/src/ep_register.c (built by tests/fixtures/build_ep_register.sh):
 it links onnxruntime.dll and calls RegisterExecutionProviderLibrary with each pack's full path,
-which ORT loads with LOAD_WITH_ALTERED_SEARCH_PATH. The folder is laid out as a bundle would
-be: the exe, ORT 1.31.1 and the VC++ runtime it imports (the msvc-runtime the profiles pin),
-and each pack in ep\\<folder>\\ with the VC++ DLLs ORT does not load itself. The packs and ORT
-come from the pinned wheels (tools/fetch_test_wheels.py), hard-linked.
+which ORT loads with LOAD_WITH_ALTERED_SEARCH_PATH. The folder is the one `bundle build
+--profile ort-1.31.1-cpu --ep nv-tensorrt-rtx --ep openvino --ep webgpu` makes from the pinned
+wheels: the exe, ORT 1.31.1 and the VC++ runtime it imports, and each pack in
+ep\\<folder>\\ with the VC++ DLLs ORT does not load itself. The refusals of an older ORT use
+the same layout by hand (`lay_out`: bundle itself refuses that combination, exit 25).
 
 The machine is faked where Wine has nothing: the driver DLLs the packs need (nvml.dll,
 nvcuda.dll, OpenCL.dll, ze_loader.dll; tests/fixtures/standins/) go into the prefix's System32,
@@ -23,10 +24,12 @@ tests name each factory's verdict instead.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -34,7 +37,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, require, test_cache_dir
+from tests.conftest import REPO, pip_env, require, test_cache_dir
 from tests.support.inno import Xvfb
 from tests.support.mingw import DLLTOOL, GCC, run_build_script
 from tests.support.wine import NATIVE_VC_RUNTIME, SERVER_TIMEOUT, Wine, WineRun, require_wine
@@ -166,7 +169,23 @@ def lay_out(app: Path, exe: Path, ort: str = ORT) -> Path:
 
 @pytest.fixture(scope="session")
 def app(ep_register: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return lay_out(tmp_path_factory.mktemp("ep-app") / "app", ep_register)
+    """The proof app's bundle with every pack, as `bundle build --ep` makes it."""
+    work = tmp_path_factory.mktemp("ep-app")
+    exe = work / "src" / ep_register.name
+    exe.parent.mkdir()
+    shutil.copy2(ep_register, exe)
+    out = work / "app"
+    packs = [option for name in PACKS for option in ("--ep", name)]
+    args = ["--profile", "ort-1.31.1-cpu", *packs, "--out", str(out)]
+    args += ["--cache-dir", str(work / "cache"), "--link"]
+    result = subprocess.run(
+        [sys.executable, "-m", "bundler", "build", str(exe), *args],
+        capture_output=True, encoding="utf-8", env={**os.environ, **pip_env()}, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lock = json.loads((out / "bundle.lock.json").read_text(encoding="utf-8"))
+    assert sorted(pack["name"] for pack in lock["packs"]) == sorted(PACKS)
+    return out
 
 
 def plugin(app: Path, name: str) -> str:
