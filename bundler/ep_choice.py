@@ -57,10 +57,10 @@ def _check_ort(pack: EpPack, where: str, profile: str, ort: str | None) -> None:
 
 
 def _check_machine(pack: EpPack, where: str, profile: str, architecture: str) -> None:
-    platform = pack.source.wheel.removesuffix(".whl").rsplit("-", 1)[-1]
+    platform = pack.source.pip.wheel.removesuffix(".whl").rsplit("-", 1)[-1]
     machine = _PLATFORMS.get(platform)
     if machine != architecture:
         raise MachineMismatchError(
-            f"{where}: the pack ({pack.source.wheel}) is built for {machine or platform}, and "
+            f"{where}: the pack ({pack.source.pip.wheel}) is built for {machine or platform}, and "
             f"profile {profile} is {architecture}; drop the pack, or use an {machine} profile."
         )

@@ -38,10 +38,6 @@ class PackFile:
     imports: tuple[str, ...] = ()
     delay_imports: tuple[str, ...] = ()
 
-    @property
-    def is_dll(self) -> bool:
-        return dll_key(self.name).endswith(".dll")
-
 
 @dataclass(frozen=True)
 class PackLoad:
@@ -56,18 +52,12 @@ class PackLoad:
 
 @dataclass(frozen=True)
 class PackSource:
-    """The pinned wheel, and the folder of it that is the pack."""
+    """The pinned wheel (a pip source, as profiles pin theirs), its size, and the folder of it
+    that is the pack."""
 
-    package: str
-    version: str
-    wheel: str
-    sha256: str
+    pip: PipSource
     size: int
     folder_in_wheel: str
-
-    @property
-    def pip(self) -> PipSource:
-        return PipSource(self.package, self.version, self.wheel, self.sha256)
 
 
 @dataclass(frozen=True)
@@ -151,8 +141,10 @@ class EpPack:
         extra |= set(self.data_files)
         return Artifact(
             name=f"ep-{self.name}",
-            version=self.source.version,
-            provides=tuple(item.name for item in self.shipped() if item.is_dll),
+            version=self.source.pip.version,
+            provides=tuple(
+                item.name for item in self.shipped() if dll_key(item.name).endswith(".dll")
+            ),
             licenses=tuple(sorted(extra)),
             sources=(self.source.pip,),
             license=self.license,
@@ -234,50 +226,28 @@ def _folder(table: Table) -> str:
 def _source(table: Table) -> PackSource:
     if table.string("kind") != "pip":
         raise ProfileError(f"{table.where}: key 'kind' must be pip (a pack is a pinned wheel).")
-    source = PackSource(
-        package=table.string("package"),
-        version=table.string("version"),
-        wheel=table.string("wheel"),
-        sha256=table.hexdigest("sha256", 64),
-        size=table.integer("size"),
-        folder_in_wheel=table.string("folder_in_wheel"),
+    pip = PipSource(
+        table.string("package"),
+        table.string("version"),
+        table.string("wheel"),
+        table.hexdigest("sha256", 64),
     )
-    return table.finished(source)
+    return table.record(PackSource, pip=pip)
 
 
 def _hardware(table: Table) -> Hardware:
-    hardware = Hardware(
-        device=table.string("device"),
-        vendors=table.string("vendors"),
-        needs=table.string("needs"),
-        min_compute_capability=table.string("min_compute_capability", None),
-        min_driver=table.string("min_driver", None),
-    )
-    return table.finished(hardware)
+    return table.record(Hardware)
 
 
 def _proof(table: Table) -> Proof:
-    proof = Proof(
-        registers=table.string("registers"),
-        loads_every_dll=table.boolean("loads_every_dll"),
-        devices=table.string("devices"),
-        not_proven=table.string("not_proven"),
-    )
-    return table.finished(proof)
+    return table.record(Proof)
 
 
 def _file(table: Table) -> PackFile:
-    item = PackFile(
-        name=table.string("name"),
-        path=table.string("path"),
-        size=table.integer("size"),
-        sha256=table.hexdigest("sha256", 64),
-        imports=table.strings("imports", ()),
-        delay_imports=table.strings("delay_imports", ()),
-    )
+    item = table.record(PackFile, sha256=table.hexdigest("sha256", 64))
     if PurePosixPath(item.path).name != item.name:
         raise ProfileError(f"{table.where}: key 'name' must be the file name of 'path'.")
-    return table.finished(item)
+    return item
 
 
 def _loads(table: Table) -> tuple[PackLoad, ...]:

@@ -30,8 +30,7 @@ _COMPARED = ("kind", "sha256", "size", "artifact", "archive_sha256", "member")
 @dataclass(frozen=True)
 class LockedFile:
     name: str  # relative to the output folder, posix
-    # "app" | "bundled" | "license" | "installer" | "sdk" (a header, an import library) | "ep"
-    kind: str
+    kind: str  # app, bundled, license, installer, sdk (a header, an import library), ep (a pack)
     sha256: str
     size: int
     file_version: str | None = None

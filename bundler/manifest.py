@@ -7,8 +7,10 @@ must not be silently ignored).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -105,6 +107,19 @@ class Table:
         """The raw value of `key` (None if absent), for a key that takes more than one type."""
         return self._data.get(key)
 
+    def record(self, kind: type[_T], **read: Any) -> _T:
+        """A frozen dataclass `kind` read from this whole table: each field by its annotation
+        (str, bool, int, tuple[str, ...], each optional where the field has a default); the
+        fields a caller checks more closely come read already in `read`."""
+        values = dict(read)
+        for item in dataclasses.fields(kind):  # type: ignore[arg-type]
+            if item.name in values:
+                continue
+            reader = _READERS[str(item.type).removesuffix(" | None")]
+            default = ... if item.default is dataclasses.MISSING else item.default
+            values[item.name] = reader(self, item.name, default)
+        return self.finished(kind(**values))
+
     def finished(self, value: _T) -> _T:
         """`value`, read from this table, once every key has been read (see done)."""
         self.done()
@@ -115,3 +130,12 @@ class Table:
         if self._data:
             unknown = ", ".join(sorted(self._data))
             raise self.error(f"{self.where}: unknown key(s): {unknown}.")
+
+
+# A dataclass field's annotation -> how Table.record reads it.
+_READERS: dict[str, Callable[[Table, str, Any], Any]] = {
+    "str": Table.string,
+    "bool": Table.boolean,
+    "int": Table.integer,
+    "tuple[str, ...]": Table.strings,
+}

@@ -102,7 +102,7 @@ def test_bundle_toml_eps_are_checked_and_named(tmp_path: Path) -> None:
 def _wheels(*packs: str) -> None:
     wheels = test_cache_dir() / "wheels"
     for name in packs:
-        wheel = load_pack(name).source.wheel
+        wheel = load_pack(name).source.pip.wheel
         require(
             (wheels / wheel).is_file(), f"{wheel} not in {wheels}: run tools/fetch_test_wheels.py"
         )

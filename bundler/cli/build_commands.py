@@ -31,6 +31,7 @@ from bundler.cli.flags import (
     BuildOut,
     BuildProfile,
     DryRun,
+    EpPacks,
     IssOut,
     MsbuildOut,
     PostbuildOut,
@@ -88,15 +89,7 @@ def build(
             "shipped per-op table; refused when a model, the ORT release or cuDNN differ.",
         ),
     ] = None,
-    ep: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--ep",
-            metavar="PACK",
-            help="An execution-provider pack to ship in ep/PACK/ beside the exe (repeatable): "
-            "nv-tensorrt-rtx, openvino or webgpu (docs/ep-packs.md).",
-        ),
-    ] = None,
+    ep: EpPacks = None,
     config: BuildConfig = None,
     sources: Sources = ANY_SOURCE,
     installer: Installer = NO_INSTALLER_FLAGS,

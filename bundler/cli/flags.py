@@ -74,3 +74,13 @@ DryRun = Annotated[
         "nothing: no download, nothing written.",
     ),
 ]
+# build's --ep; in flags.py so the pack names can be offered by more commands (render iss).
+EpPacks = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--ep",
+        metavar="PACK",
+        help="An execution-provider pack to ship in ep/PACK/ beside the exe (repeatable): "
+        "nv-tensorrt-rtx, openvino or webgpu (docs/ep-packs.md).",
+    ),
+]

@@ -153,8 +153,8 @@ def locked_packs(packs: Sequence[EpPack], placed: Sequence[Placed]) -> tuple[Loc
     return tuple(
         LockedPack(
             name=pack.name,
-            package=pack.source.package,
-            version=pack.source.version,
+            package=pack.source.pip.package,
+            version=pack.source.pip.version,
             ep_name=pack.ep_name,
             registration_name=pack.registration_name,
             plugin=f"{pack.folder}/{pack.plugin}",

@@ -129,7 +129,7 @@ def outdated(index_url: str, policy: DownloadPolicy) -> Outdated:
         for name in sorted(available_flavours())
         for newer in _newer_components(load_flavour(name), index_url, policy)
     ]
-    pinned = {pack.source.package: pack for pack in map(load_pack, available_packs())}
+    pinned = {pack.source.pip.package: pack for pack in map(load_pack, available_packs())}
     packs = tuple(
         _ep_pack(name, carrier.architecture, index_url, policy, pinned.get(name))
         for name in EP_PACKS
@@ -148,7 +148,7 @@ def _ep_pack(
     newest = releases[-1] if releases else None
     if pinned is None:
         return EpPack(package, newest, releases is not None)
-    return EpPack(package, newest, releases is not None, pinned.source.version, pinned.name)
+    return EpPack(package, newest, releases is not None, pinned.source.pip.version, pinned.name)
 
 
 def _has_profile(kind: str, release: str, shipped: set[str]) -> bool:
