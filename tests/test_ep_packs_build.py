@@ -109,7 +109,16 @@ def _wheels(*packs: str) -> None:
 
 
 def _build(out: Path, cache: Path, profile: str, *packs: str) -> dict[str, object]:
-    args = [str(HELLO), "--profile", profile, "--out", str(out), "--cache-dir", str(cache)]
+    args = [
+        str(HELLO),
+        "--profile",
+        profile,
+        "--out",
+        str(out),
+        "--cache-dir",
+        str(cache),
+        "--sbom",
+    ]
     for name in packs:
         args += ["--ep", name]
     import os
@@ -145,6 +154,7 @@ def _check_pack_folder(out: Path, name: str, lock: dict[str, object]) -> None:
     for item in pack.shipped():
         entry = files[f"{pack.folder}/{item.name}"]
         assert entry["kind"] == "ep" and entry["sha256"] == item.sha256
+        assert entry["origin"] == f"pip:{pack.source.pip.package}=={pack.source.pip.version}"
     (locked,) = [p for p in lock["packs"] if p["name"] == name]  # type: ignore[attr-defined]
     assert locked["plugin"] == f"{pack.folder}/{pack.plugin}"
     assert locked["registration_name"] == pack.registration_name
@@ -162,6 +172,12 @@ def test_cpu_bundle_with_one_pack(name: str, tmp_path: Path, ep_cache: Path) -> 
     _check_pack_folder(out, name, lock)
     assert [p["name"] for p in data["packs"]] == [name]  # type: ignore[index]
     assert {p.name for p in (out / "ep").iterdir()} == {Path(FOLDERS[name]).name}
+    sbom = json.loads((out / "bundle.cdx.json").read_text(encoding="utf-8"))
+    pack = load_pack(name)
+    (plugin_entry,) = [c for c in sbom["components"] if c["name"].endswith("/" + pack.plugin)]
+    assert plugin_entry["version"] == pack.source.pip.version
+    assert plugin_entry["licenses"] == [{"expression": pack.license}]
+    assert plugin_entry["purl"] == f"pkg:pypi/{pack.source.pip.package}@{pack.source.pip.version}"
     script = (out / "postbuild.cmd").read_text(encoding="utf-8")  # the VS post-build step
     plugin = load_pack(name).plugin
     assert f'"%TARGET%\\{FOLDERS[name].replace("/", chr(92))}\\"' in script, "pack folder"

@@ -52,13 +52,17 @@ def pack_placements(
         artifact = pack.artifact()
         for item in pack.shipped():
             path = _member(tree, item.path, pack)
-            source = Source(EP_KIND, None, artifact, tree.sha256, item.path, item.sha256)
+            source = Source(
+                EP_KIND, None, artifact, tree.sha256, item.path, item.sha256, tree.pinned
+            )
             placed.append((Placement(f"{pack.folder}/{item.name}", path, item.size), source))
         for name in pack.vc_runtime_in_pack if mode != "installer" else ():
             placed.append(_vc_runtime(pack, name, acquired, plan))
         for item in pack.licence_files():
             path = _member(tree, item.path, pack)
-            source = Source("license", None, artifact, tree.sha256, item.path, item.sha256)
+            source = Source(
+                "license", None, artifact, tree.sha256, item.path, item.sha256, tree.pinned
+            )
             target = f"{LICENSES_DIR}/{pack.name}/{item.name}"
             placed.append((Placement(target, path, item.size), source))
     return placed
@@ -89,7 +93,7 @@ def _vc_runtime(pack: EpPack, name: str, acquired: Sequence[Acquired], plan: Pla
         )
     member = found.relative_to(holder.folder).as_posix()
     artifact = Artifact(holder.artifact, holder.version, (name,), (), ())
-    source = Source(EP_KIND, None, artifact, holder.sha256, member)
+    source = Source(EP_KIND, None, artifact, holder.sha256, member, origin=holder.pinned)
     return Placement(f"{pack.folder}/{name}", found, found.stat().st_size), source
 
 

@@ -176,7 +176,8 @@ def build(options: BuildOptions, report: Reporter, templates: Templates) -> Buil
     # the old lock is read again inside: another build may have run
     with output_lock(out, report.note):
         result = _deploy(*deploy)
-        _write_views(options, out, profile, app.name, result, report.progress, templates)
+        shipped = with_packs(profile, packs)  # the SBOM names each pack's pin and licence
+        _write_views(options, out, shipped, app.name, result, report.progress, templates)
     return result
 
 

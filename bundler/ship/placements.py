@@ -36,6 +36,7 @@ class Source:
     archive_sha256: str | None = None
     member: str | None = None
     pinned: str | None = None  # the SHA-256 a manifest pins for this very file (an EP pack's)
+    origin: str | None = None  # the pinned source, where no plan file says it (an EP pack's)
 
 
 Placed = tuple[Placement, Source]  # a file of the bundle folder, and where it comes from
@@ -151,7 +152,7 @@ def locked_files(
                 artifact=item.artifact
                 if item
                 else (source.artifact.name if source.artifact else None),
-                origin=item.origin if item else None,
+                origin=item.origin if item else source.origin,
                 archive_sha256=source.archive_sha256,
                 member=source.member,
                 why=plan.why(item.key) if item and source.kind == "bundled" else None,
