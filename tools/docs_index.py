@@ -18,8 +18,13 @@ from __future__ import annotations
 
 import re
 import sys
+from pathlib import Path
 
-from generated_page import REPO, PageError, page_main
+# The repository on the path, so `tools` imports as a package however this file is run (the
+# embeddable CPython for Windows does not put a script's folder on sys.path).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tools.generated_page import REPO, PageError, page_main
 
 README = REPO / "README.md"
 INDEX = REPO / "docs" / "index.md"

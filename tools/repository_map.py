@@ -19,7 +19,11 @@ import re
 import sys
 from pathlib import Path
 
-from generated_page import REPO, PageError, page_main
+# The repository on the path, so `tools` imports as a package however this file is run (the
+# embeddable CPython for Windows does not put a script's folder on sys.path).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tools.generated_page import REPO, PageError, page_main
 
 PAGE = REPO / "docs" / "repository.md"
 PACKAGE = REPO / "bundler"

@@ -31,7 +31,8 @@ sys.path.insert(0, str(REPO))
 
 import typer  # noqa: E402
 import typer.core  # noqa: E402
-from generated_page import page_main  # noqa: E402
+
+from tools.generated_page import page_main  # noqa: E402
 
 # The environment variable is read when typer.core is first imported; switch rich off here too
 # in case it already was (typer >= 0.16 has HAS_RICH, older releases test the `rich` module).
