@@ -329,13 +329,40 @@ _CHECKS = (
         "if the app may load it after all, rebuild without --model; else remove that copy "
         "from PATH, since a foreign cuDNN sub-library mixes versions",
     ),
+    Check(
+        "BA811",
+        "ep-pack-usable",
+        Severity.INFO,
+        "An execution-provider pack of the bundle can run on this machine (bundle-doctor)",
+        "nothing to do: the app can register {file}",
+    ),
+    Check(
+        "BA812",
+        "ep-pack-unusable",
+        Severity.WARNING,
+        "An execution-provider pack of the bundle has no device it can run on here "
+        "(bundle-doctor)",
+        "the app falls back to another execution provider; the message names what the pack "
+        "needs (docs/ep-packs.md)",
+    ),
+    Check(
+        "BA813",
+        "ep-pack-not-installed",
+        Severity.INFO,
+        "An execution-provider pack of the bundle was not installed: its setup component was "
+        "not selected (bundle-doctor)",
+        "run the setup again and select the pack's component if this machine should use it",
+    ),
 )
 
 CATALOGUE: dict[str, Check] = {check.code: check for check in _CHECKS}
 
 
 # Found only on the target machine, by bundle-doctor.exe (doctor/): no check in bundle audit.
-DOCTOR_CODES = ("BA801", "BA802", "BA803", "BA804", "BA805", "BA806", "BA807", "BA808")
+DOCTOR_CODES = (
+    *("BA801", "BA802", "BA803", "BA804", "BA805", "BA806", "BA807", "BA808"),
+    *("BA811", "BA812", "BA813"),
+)
 
 
 def finding(
