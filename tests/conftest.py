@@ -20,8 +20,9 @@ pytest_plugins = [
     "tests.support.winpython",
     "tests.support.winbuild",
     "tests.support.mingw",
+    "tests.support.scratch",
 ]  # `http_server`, `wine`, `inno`, `win_python` and `win_builds` (the Windows tier), and the
-# programs built with mingw-w64: `mingw_build`, `standins`, `doctor_exe`
+# programs built with mingw-w64: `mingw_build`, `standins`, `doctor_exe`; the disk watch
 
 REPO = Path(__file__).resolve().parent.parent
 # Defined once for every test module: the example app and the 1.19.2 profiles most tests use.

@@ -35,6 +35,7 @@ from bundler.render.engine import Templates
 from tests.conftest import DIRECTML, REPO, require
 from tests.support.chromium import CHROMIUM, WINDOW, Image, PageLoad, load_page, read_png, rgb
 from tests.support.pefactory import PESpec, write_pe
+from tests.support.scratch import scratch
 from tests.test_audit import (
     GPU,
     MSVC,
@@ -410,17 +411,17 @@ def real_pages(
     browser: str, gpu_bundle: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, tuple[str, PageLoad]]:
     """Each page as written and as the browser loaded it (one launch per page)."""
-    work = tmp_path_factory.mktemp("audit-html")
-    folders = {
-        "whole": gpu_bundle,
-        "broken": broken_copy(gpu_bundle, work / "broken", "cudnn64_9.dll"),
-    }
-    pages = {}
-    for name, folder in folders.items():
-        path = work / f"{name}.html"
-        write_html(TEMPLATES, audit(folder), path)
-        pages[name] = (path.read_text(encoding="utf-8"), load_page(path, work / f"run-{name}"))
-    return pages
+    with scratch(tmp_path_factory, "audit-html") as work:
+        folders = {
+            "whole": gpu_bundle,
+            "broken": broken_copy(gpu_bundle, work / "broken", "cudnn64_9.dll"),
+        }
+        pages = {}
+        for name, folder in folders.items():
+            path = work / f"{name}.html"
+            write_html(TEMPLATES, audit(folder), path)
+            pages[name] = (path.read_text(encoding="utf-8"), load_page(path, work / f"run-{name}"))
+        return pages
 
 
 @pytest.mark.realdata

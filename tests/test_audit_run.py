@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from bundler.plan import Status
 from tests.conftest import GPU
 from tests.support.mingw import compile_c
 from tests.support.pefactory import write_pe
+from tests.support.scratch import scratch
 from tests.support.wine import Wine, require_wine
 from tests.test_build import linked_copy
 from tests.test_real_closure import CUDNN
@@ -63,9 +65,11 @@ LOAD_PROOF_KEYS = {
 
 
 @pytest.fixture(scope="module")
-def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A cache dir of bundle's own, where --run keeps its private prefix."""
-    return tmp_path_factory.mktemp("run-cache")
+def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A cache dir of bundle's own, where --run keeps its private prefix (a Wine prefix of
+    about 1 GB, removed when the module is done)."""
+    with scratch(tmp_path_factory, "run-cache") as folder:
+        yield folder
 
 
 def without(bundle: Path, target: Path, *names: str) -> Path:

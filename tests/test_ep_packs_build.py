@@ -6,7 +6,11 @@ folder that lost a pack DLL."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,6 +18,7 @@ import pytest
 from bundler.ep_packs import available_packs, load_pack, load_pack_file
 from bundler.errors import ConfigError, ProfileError
 from tests.conftest import HELLO, REPO, pip_env, require, run_bundle, test_cache_dir
+from tests.support.scratch import scratch
 
 CPU_131 = "ort-1.31.1-cpu"
 GPU_131 = "ort-1.31.1-gpu-cuda13"
@@ -108,23 +113,15 @@ def _wheels(*packs: str) -> None:
         )
 
 
-def _build(out: Path, cache: Path, profile: str, *packs: str) -> dict[str, object]:
-    args = [
-        str(HELLO),
-        "--profile",
-        profile,
-        "--out",
-        str(out),
-        "--cache-dir",
-        str(cache),
-        "--sbom",
-    ]
+def _build(
+    out: Path, cache: Path, profile: str, *packs: str, link: bool = False
+) -> dict[str, object]:
+    """`bundle build` of examples/hello with `packs`; `link` hard-links the files from the cache
+    (the 2.5 GB GPU folder costs no disk)."""
+    args = [str(HELLO), "--profile", profile, "--out", str(out), "--cache-dir", str(cache)]
+    args += ["--sbom", *(["--link"] if link else [])]
     for name in packs:
         args += ["--ep", name]
-    import os
-    import subprocess
-    import sys
-
     result = subprocess.run(
         [sys.executable, "-m", "bundler", "build", *args, "--json"],
         capture_output=True, encoding="utf-8", env={**os.environ, "BUNDLE_DEBUG": "", **pip_env()},
@@ -135,8 +132,11 @@ def _build(out: Path, cache: Path, profile: str, *packs: str) -> dict[str, objec
 
 
 @pytest.fixture(scope="module")
-def ep_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("ep-cache")
+def ep_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One cache for the module's builds (the 1.31.1 GPU profile and the packs: gigabytes),
+    removed when the module is done."""
+    with scratch(tmp_path_factory, "ep-cache") as folder:
+        yield folder
 
 
 def _check_pack_folder(out: Path, name: str, lock: dict[str, object]) -> None:
@@ -190,7 +190,7 @@ def test_gpu_bundle_with_all_three_packs_then_audit_names_a_lost_dll(
 ) -> None:
     _wheels(*FOLDERS)
     out = tmp_path / "out"
-    _build(out, ep_cache, GPU_131, *FOLDERS)
+    _build(out, ep_cache, GPU_131, *FOLDERS, link=True)
     lock = json.loads((out / "bundle.lock.json").read_text(encoding="utf-8"))
     for name in FOLDERS:
         _check_pack_folder(out, name, lock)

@@ -40,6 +40,7 @@ import pytest
 from tests.conftest import REPO, pip_env, require, test_cache_dir
 from tests.support.inno import Xvfb
 from tests.support.mingw import DLLTOOL, GCC, run_build_script
+from tests.support.scratch import scratch
 from tests.support.wine import NATIVE_VC_RUNTIME, SERVER_TIMEOUT, Wine, WineRun, require_wine
 
 pytestmark = pytest.mark.real_tools
@@ -100,7 +101,7 @@ class DisplayWine(Wine):
             self._window = None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ep_wine(tmp_path_factory: pytest.TempPathFactory, standins: Path) -> Iterator[DisplayWine]:
     require_wine()
     require(shutil.which("Xvfb") is not None, "Xvfb is not installed (apt-get install xvfb)")
@@ -119,7 +120,7 @@ def ep_wine(tmp_path_factory: pytest.TempPathFactory, standins: Path) -> Iterato
         shutil.rmtree(wine.prefix, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ep_register(tmp_path_factory: pytest.TempPathFactory) -> Path:
     script = REPO / "tests" / "fixtures" / "build_ep_register.sh"
     out = run_build_script(script, tmp_path_factory.mktemp("ep-register"), GCC, DLLTOOL)
@@ -167,10 +168,15 @@ def lay_out(app: Path, exe: Path, ort: str = ORT) -> Path:
     return app
 
 
-@pytest.fixture(scope="session")
-def app(ep_register: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The proof app's bundle with every pack, as `bundle build --ep` makes it."""
-    work = tmp_path_factory.mktemp("ep-app")
+@pytest.fixture(scope="module")
+def app(ep_register: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The proof app's bundle with every pack, as `bundle build --ep` makes it; its cache and
+    folder are removed when the module is done."""
+    with scratch(tmp_path_factory, "ep-app") as work:
+        yield _built_app(ep_register, work)
+
+
+def _built_app(ep_register: Path, work: Path) -> Path:
     exe = work / "src" / ep_register.name
     exe.parent.mkdir()
     shutil.copy2(ep_register, exe)
@@ -224,7 +230,7 @@ def run(wine: DisplayWine, exe: Path, *args: str) -> Run:
     )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def registered(ep_wine: DisplayWine, app: Path) -> Run:
     """Every pack registered in one process, each factory asked about every device."""
     whys = [f"--why={pack['ep_name']}" for pack in PACKS.values()]
@@ -315,7 +321,7 @@ def linked_copy(app: Path, target: Path) -> Path:
     return target
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def broken(ep_wine: DisplayWine, app: Path, tmp_path_factory: pytest.TempPathFactory) -> Run:
     """One DLL taken from each pack, in one process (each pack's verdict is its own):
     OpenVINO without tbb12.dll (imported by openvino.dll), WebGPU with
@@ -361,7 +367,7 @@ def test_tensorrt_rtx_without_its_plugins_dll_registers_and_the_loader_names_it(
     assert [path for path in broken.failed_loads if path.endswith(expected)], broken
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def session_only(ep_wine: DisplayWine, app: Path, tmp_path_factory: pytest.TempPathFactory) -> Run:
     """Without the DLLs only a session loads: TensorRT RTX's engine DLL (a delay import that
     its delay-load hook loads from its folder) and Dawn's dxil.dll (loaded when Dawn first
@@ -408,14 +414,16 @@ def release(text: str) -> tuple[int, ...]:
 
 
 @pytest.fixture(scope="module")
-def old_ort(ep_register: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("ep-old-ort")
-    return {
-        version: lay_out(
-            root / version, ep_register, f"onnxruntime-{version}-cp311-cp311-win_amd64"
-        )
-        for version in ("1.22.1", "1.23.2")
-    }
+def old_ort(
+    ep_register: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Path]]:
+    with scratch(tmp_path_factory, "ep-old-ort") as root:
+        yield {
+            version: lay_out(
+                root / version, ep_register, f"onnxruntime-{version}-cp311-cp311-win_amd64"
+            )
+            for version in ("1.22.1", "1.23.2")
+        }
 
 
 def test_each_pack_refuses_an_ort_below_its_minimum(

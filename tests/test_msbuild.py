@@ -42,6 +42,7 @@ from tests.support.httpserver import HttpServer
 from tests.support.pefactory import PESpec, build_pe
 from tests.support.profiles import artifact, profile, source
 from tests.support.replica import HEADERS, TOP, ZIP_NAME, Replica, build_replica, write_release_zip
+from tests.support.scratch import scratch
 from tests.support.wine import Wine
 
 TEMPLATES = Templates(None)  # renders without keeping anything between runs
@@ -693,22 +694,22 @@ def linked_cache(source: Path, target: Path, without: str) -> Path:
     return target
 
 
-@pytest.fixture(scope="session")
-def replica(real_dlls: RealDlls, tmp_path_factory: pytest.TempPathFactory) -> Replica:
+@pytest.fixture(scope="module")
+def replica(real_dlls: RealDlls, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Replica]:
     require(
         shutil.which("x86_64-w64-mingw32-dlltool") is not None,
         "mingw-w64 is not installed (apt-get install mingw-w64)",
     )
-    return build_replica(real_dlls["onnxruntime-gpu"], tmp_path_factory.mktemp("replica"))
+    with scratch(tmp_path_factory, "replica") as folder:
+        yield build_replica(real_dlls["onnxruntime-gpu"], folder)
 
 
 @pytest.fixture(scope="module")
 def served(
     replica: Replica, gpu_cache: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Served]:
-    work = tmp_path_factory.mktemp("served")
-    profile = replica_profile(work / "replica.toml", replica)
-    with HttpServer() as server:
+    with scratch(tmp_path_factory, "served") as work, HttpServer() as server:
+        profile = replica_profile(work / "replica.toml", replica)
         server.serve_directory("/mirror/", replica.path.parent)
         cache = linked_cache(gpu_cache, work / "cache", without=ORT_GPU_WHEEL_SHA256)
         yield Served(replica, profile, cache, server.url("/mirror"), server)
@@ -794,14 +795,15 @@ def test_build_takes_dlls_and_licences_from_the_zip(
 @pytest.fixture(scope="module")
 def real_folder(
     served: Served, fetched: Mapping[str, object], tmp_path_factory: pytest.TempPathFactory
-) -> Path:
-    out = tmp_path_factory.mktemp("real-msbuild") / "ort"
-    result = msbuild(
-        "--profile", str(served.profile), "--cache-dir", str(served.cache), "--out", str(out),
-        "--link",
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    return out
+) -> Iterator[Path]:
+    with scratch(tmp_path_factory, "real-msbuild") as work:
+        out = work / "ort"
+        result = msbuild(
+            "--profile", str(served.profile), "--cache-dir", str(served.cache), "--out", str(out),
+            "--link",
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        yield out
 
 
 @pytest.mark.realdata

@@ -49,7 +49,7 @@ from tests.test_archive import read_back
 from tests.test_build import GENERATED
 from tests.test_build import build as linux_build
 from tests.test_msbuild import ORT_GPU_WHEEL_SHA256, linked_cache, replica_profile
-from tests.test_msbuild import replica as replica  # the session fixture, reused
+from tests.test_msbuild import replica as replica  # the module fixture, reused
 from tests.test_postbuild import Cmd, files_under, target_arg
 
 pytestmark = pytest.mark.realdata
