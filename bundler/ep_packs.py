@@ -24,6 +24,10 @@ from bundler.profiles import Artifact, PipSource, dll_key
 
 _MIN_ORT = re.compile(r"\d+(?:\.\d+){1,2}")
 _WHERE = ("pack", "system", "driver", "optional")
+# How bundle-doctor.exe decides on the target that a pack can run there (docs/doctor.md):
+# nvidia-cuda: a CUDA device of the minimum compute capability and a new enough driver
+# (nvcuda.dll); intel: an Intel CPU or display adapter; d3d12: an adapter with Direct3D 12.
+PROBES = ("nvidia-cuda", "intel", "d3d12")
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,7 @@ class Hardware:
     device: str
     vendors: str
     needs: str
+    probe: str  # how bundle-doctor.exe looks for it on the target: one of PROBES
     min_compute_capability: str | None = None
     min_driver: str | None = None
 
@@ -236,7 +241,15 @@ def _source(table: Table) -> PackSource:
 
 
 def _hardware(table: Table) -> Hardware:
-    return table.record(Hardware)
+    hardware = table.record(Hardware)
+    if hardware.probe not in PROBES:
+        raise ProfileError(f"{table.where}: key 'probe' must be one of {', '.join(PROBES)}.")
+    if (hardware.probe == "nvidia-cuda") != (hardware.min_compute_capability is not None):
+        raise ProfileError(
+            f"{table.where}: key 'min_compute_capability' goes with probe nvidia-cuda, and only "
+            "with it."
+        )
+    return hardware
 
 
 def _proof(table: Table) -> Proof:

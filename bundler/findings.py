@@ -340,8 +340,7 @@ _CHECKS = (
         "BA812",
         "ep-pack-unusable",
         Severity.WARNING,
-        "An execution-provider pack of the bundle has no device it can run on here "
-        "(bundle-doctor)",
+        "An execution-provider pack of the bundle has no device it can run on here (bundle-doctor)",
         "the app falls back to another execution provider; the message names what the pack "
         "needs (docs/ep-packs.md)",
     ),

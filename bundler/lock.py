@@ -81,6 +81,16 @@ class LockedPack:
     plugin: str  # the plugin DLL, relative to the bundle folder (posix)
     min_ort: str  # the oldest ORT release it registers with
     size: int  # bytes of its files in the bundle folder
+    # What the target needs, for bundle-doctor.exe and the setup (manifests/eps/ [hardware])
+    probe: str = ""  # nvidia-cuda, intel or d3d12 (bundler.ep_packs.PROBES)
+    needs: str = ""
+    min_compute_capability: str | None = None
+    min_driver: str | None = None
+
+    @property
+    def folder(self) -> str:
+        """The pack's folder, relative to the bundle folder (posix)."""
+        return self.plugin.rsplit("/", 1)[0]
 
 
 @dataclass(frozen=True)

@@ -153,6 +153,23 @@ def refuse_idle(picked: Options, config: Path | None) -> None:
             f"{where} needs the app's models, and there are none: the evidence decides what "
             "the models never load; add --model M.onnx (or [build] models), or drop it."
         )
+    if "eps" in picked.values:  # a build: the packs it ships are known before any work
+        shipped = _names(picked.values.get("eps"))
+        for name in _names(picked.values.get("require_eps")):
+            key = "[render] require_eps"
+            where = _where(picked, "require_eps", f"--require-ep {name}", key, config)
+            refuse_unshipped_requirement(where, name, shipped)
+
+
+def refuse_unshipped_requirement(where: str, name: str, shipped: tuple[str, ...]) -> None:
+    """A pack the setup must be able to use is one the bundle ships, else a ConfigError."""
+    if name in shipped:
+        return
+    listed = ", ".join(shipped) if shipped else "none"
+    raise ConfigError(
+        f"{where}: the bundle ships no pack {name} (its packs: {listed}), so the setup has "
+        f"nothing to require; add --ep {name} (or [build] eps), or drop the requirement."
+    )
 
 
 def check_choice(name: str, value: object, origin: str) -> None:
@@ -196,6 +213,11 @@ def refuse_misleading(picked: Options, target: Target, config: Path | None) -> N
 def _where(picked: Options, name: str, flag: str, key: str, config: Path | None) -> str:
     """A setting's flag when the flag set it, else bundle.toml's file and key."""
     return flag if picked.origins.get(name) == FLAG else f"{config or 'bundle.toml'} {key}"
+
+
+def _names(value: object) -> tuple[str, ...]:
+    """A list setting's names (a tuple or list of str; None: none)."""
+    return tuple(str(name) for name in value) if isinstance(value, (tuple, list)) else ()
 
 
 def _given(value: object) -> bool:

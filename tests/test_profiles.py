@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from bundler.ep_packs import available_packs, load_pack
 from bundler.errors import ProfileError
 from bundler.profiles import PipSource, UrlSource, available_profiles, load_profile
 from tests.conftest import run_bundle
@@ -125,8 +126,14 @@ def test_invalid_toml_and_schema_version(tmp_path: Path) -> None:
 def test_cli_lists_and_shows_profiles() -> None:
     listing = run_bundle("profiles")
     assert listing.returncode == 0
-    rows = listing.stdout.splitlines()[1:]  # under the header: the profile name comes last
+    profiles, packs = listing.stdout.split("\n\n")
+    rows = profiles.splitlines()[1:]  # under the header: the profile name comes last
     assert {line.split()[-1] for line in rows} == set(available_profiles())
+    # then the packs --ep takes: the name first, then its pinned wheel
+    pins = {name: load_pack(name).source.pip for name in available_packs()}
+    expected = {(name, f"{pip.package}=={pip.version}") for name, pip in pins.items()}
+    assert {tuple(line.split()[:2]) for line in packs.splitlines()[2:]} == expected
+    assert len(expected) == 3
     shown = run_bundle("profiles", "show", "ort-1.19.2-gpu-cuda12")
     assert shown.returncode == 0
     assert "nvrtc64_120_0.dll -> nvrtc-builtins64_*.dll" in shown.stdout

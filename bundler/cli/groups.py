@@ -106,6 +106,12 @@ class Installer:
         "--require-gpu/--allow-cpu",
         "A silent install fails without a good enough NVIDIA driver.",
     )
+    require_ep: list[str] | None = _flag(
+        None,
+        "--require-ep",
+        "The setup stops where the doctor finds no device for this --ep pack (repeatable).",
+        metavar="PACK",
+    )
 
     def over(self, base: IssSettings, picked: Options | None = None) -> IssSettings:
         """bundle.toml's [render] settings with these flags on top (one resolver)."""
@@ -121,6 +127,10 @@ class Installer:
             or base.compression,
             shortcut=bool(pick("shortcut", self.shortcut, base.shortcut)),
             require_gpu=pick("require_gpu", self.require_gpu, base.require_gpu),
+            require_eps=tuple(
+                pick("require_eps", tuple(self.require_ep or ()) or None, base.require_eps or None)
+                or ()
+            ),
         )
 
 

@@ -35,7 +35,9 @@ if TYPE_CHECKING:
 
 @profiles_app.callback(invoke_without_command=True)
 def profiles_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
-    """List the shipped target profiles: release, flavour, CUDA and cuDNN, size."""
+    """List the shipped target profiles (release, flavour, CUDA and cuDNN, size) and the
+    execution-provider packs a build can add with --ep."""
+    from bundler.ep_packs import available_packs, load_pack
     from bundler.profiles import available_profiles, load_profile_file
     from bundler.rules.derive.catalogue import entry
 
@@ -44,8 +46,9 @@ def profiles_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
             entry(load_profile_file(path), path.read_text(encoding="utf-8"))
             for path in available_profiles().values()
         ]
+        packs = [load_pack(name) for name in available_packs()]
         shown = profile_views.profile_list_json if as_json else profile_views.profile_table
-        typer.echo(shown(entries, DEFAULT_PROFILE))
+        typer.echo(shown(entries, DEFAULT_PROFILE, packs))
 
 
 @profiles_app.command("show")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,16 +13,40 @@ from bundler.cli.sizes import human_size
 from bundler.errors import ExitCode
 
 if TYPE_CHECKING:  # type hints only: importing views must not import every command's modules
+    from bundler.ep_packs import EpPack
     from bundler.profiles import Profile
     from bundler.rules.derive import Derived
     from bundler.rules.derive.catalogue import Entry
-    from bundler.rules.derive.outdated import EpPack, Outdated
+    from bundler.rules.derive.outdated import EpPack as OutdatedPack
+    from bundler.rules.derive.outdated import Outdated
     from bundler.rules.drift import DriftReport
 
 
-def profile_table(entries: list[Entry], default: str) -> str:
+def profile_table(entries: list[Entry], default: str, packs: Sequence[EpPack] = ()) -> str:
     """One line a profile, newest release first: release, flavour, CUDA, cuDNN, the size of
-    its DLLs (recorded in [[files]]) and the name to pass to --profile."""
+    its DLLs (recorded in [[files]]) and the name to pass to --profile; then the packs."""
+    table = _profile_rows(entries, default)
+    return f"{table}\n\n{pack_table(packs)}" if packs else table
+
+
+def pack_table(packs: Sequence[EpPack]) -> str:
+    """One line a pack: its --ep name, its wheel, the ORT it needs, its size and hardware."""
+    rows = [("pack (--ep)", "package", "ORT", "size", "needs")]
+    for pack in packs:
+        pin = f"{pack.source.pip.package}=={pack.source.pip.version}"
+        rows.append(
+            (pack.name, pin, f">= {pack.min_ort}", human_size(pack.size), pack.hardware.needs)
+        )
+    widths = [max(len(row[column]) for row in rows) for column in range(4)]
+    lines = ["Execution-provider packs, each in ep/<pack>/ beside the exe (docs/ep-packs.md):"]
+    lines += [
+        "  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[4]])
+        for row in rows
+    ]
+    return "\n".join(lines)
+
+
+def _profile_rows(entries: list[Entry], default: str) -> str:
     rows = [("release", "flavour", "CUDA", "cuDNN", "size", "profile")]
     for item in sorted(entries, key=_newest_first):
         flavour = item.name.removeprefix(f"ort-{item.release}-")
@@ -62,7 +87,7 @@ def outdated_text(report: Outdated) -> str:
     return "\n".join([*lines, "", outdated_verdict(report)])
 
 
-def _ep_pack_state(pack: EpPack) -> str:
+def _ep_pack_state(pack: OutdatedPack) -> str:
     newest = pack.newest or "no Windows wheel" if pack.listed else "not on this index"
     if pack.pinned is None:
         return f"{newest}; no pack ships it"
@@ -112,9 +137,20 @@ def profile_new_json(derived: Derived, out: Path | None) -> str:
     return json.dumps(data, indent=2)
 
 
-def profile_list_json(entries: list[Entry], default: str) -> str:
+def profile_list_json(entries: list[Entry], default: str, packs: Sequence[EpPack] = ()) -> str:
     rows = [{**dataclasses.asdict(item), "default": item.name == default} for item in entries]
-    return json.dumps({"schema_version": 1, "profiles": rows}, indent=2)
+    listed = [
+        {
+            "name": pack.name,
+            "package": pack.source.pip.package,
+            "version": pack.source.pip.version,
+            "min_ort": pack.min_ort,
+            "size": pack.size,
+            "needs": pack.hardware.needs,
+        }
+        for pack in packs
+    ]
+    return json.dumps({"schema_version": 1, "profiles": rows, "packs": listed}, indent=2)
 
 
 def profile_json(profile: Profile) -> str:

@@ -86,6 +86,9 @@ def _records(lock: Lock) -> Iterator[tuple[str, ...]]:
     gpu_code = {item.name: GpuCode(item.sass or (), item.ptx or (), 0) for item in lock.files}
     for name, code_of in judged(gpu_code).items():
         yield "gpu", name, _archs(code_of.sass), _archs(code_of.ptx)
+    for pack in lock.packs:  # the doctor judges each on the target (--packs, BA811-BA813)
+        cc, floor = pack.min_compute_capability or "-", pack.min_driver or "-"
+        yield "pack", pack.name, pack.folder, pack.plugin, pack.probe, cc, floor, pack.needs
 
 
 def _archs(names: tuple[str, ...] | None) -> str:

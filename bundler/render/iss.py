@@ -18,7 +18,7 @@ from typing import Any
 
 from bundler import __version__
 from bundler.errors import ConfigError
-from bundler.lock import DOCTOR_DATA, DOCTOR_EXE, LOCK_NAME, Lock, PayloadFile
+from bundler.lock import DOCTOR_DATA, DOCTOR_EXE, LOCK_NAME, Lock, LockedPack, PayloadFile
 from bundler.render.engine import Templates, relative_folder, write_text
 from bundler.render.escaping import ISPP_INLINE_END, ISPP_INLINE_START
 from bundler.render.render_settings import (
@@ -33,6 +33,7 @@ from bundler.render.sign import (
     has_sign_script,
     write_sign_command,
 )
+from bundler.validate import refuse_unshipped_requirement
 
 ISS_NAME = "setup.iss"
 TEMPLATE = "setup.iss.j2"
@@ -115,14 +116,22 @@ def iss_values(
         "disk_spanning": spanning,
         "payload_bytes": payload_bytes,
         "output_base": _file_stem(f"{name}-{version}-setup" if version else f"{name}-setup"),
-        "files": [_file_entry(entry, source_prefix) for entry in lock.payload()],
+        "files": [
+            {**_file_entry(entry, source_prefix), "component": _component_of(entry.name, lock)}
+            for entry in lock.payload()
+        ],
         "vc_redist": redist,
         **_vc_values(lock.vc_runtime_min),
         "gpu": _gpu_values(lock, settings),
         "doctor": lock.doctor,
         "install_scope": settings.install_scope,
         "installed_list": INSTALLED_LIST,
-        "installed_names": [entry.name for entry in lock.payload() if entry.kind != "installer"],
+        "installed_names": [
+            {"name": entry.name, "component": _component_of(entry.name, lock)}
+            for entry in lock.payload()
+            if entry.kind != "installer"
+        ],
+        "packs": _pack_values(lock, settings),
         "doctor_exe": DOCTOR_EXE,
         "doctor_data": DOCTOR_DATA,
         "pruned": [item.name for item in lock.pruned],
@@ -150,6 +159,41 @@ def _file_entry(entry: PayloadFile, prefix: str) -> dict[str, Any]:
         "flags": "ignoreversion",
         "check": None,
     }
+
+
+def _component(pack: LockedPack) -> str:
+    """The pack's Inno Setup component: a name of letters, digits and underscores."""
+    return "ep_" + re.sub(r"\W", "_", pack.name)
+
+
+def _component_of(name: str, lock: Lock) -> str | None:
+    """The component of a pack's file (its folder's, licences apart), None for the rest."""
+    for pack in lock.packs:
+        if name.startswith(pack.folder + "/"):
+            return _component(pack)
+    return None
+
+
+def _pack_values(lock: Lock, settings: IssSettings) -> list[dict[str, Any]]:
+    """One component per execution-provider pack; the doctor picks those the machine can use
+    (its --packs line), and a required pack the machine cannot use stops the setup."""
+    shipped = tuple(pack.name for pack in lock.packs)
+    for name in settings.require_eps:
+        refuse_unshipped_requirement(f"--require-ep {name}", name, shipped)
+    if lock.packs and not lock.doctor:
+        raise ConfigError(
+            "the setup chooses execution-provider packs with bundle-doctor.exe, and this bundle "
+            "ships none; build it with the doctor (the default), or without --ep."
+        )
+    return [
+        {
+            "name": pack.name,
+            "component": _component(pack),
+            "description": f"{pack.ep_name} ({pack.size / 1e6:,.0f} MB): {pack.needs}",
+            "required": pack.name in settings.require_eps,
+        }
+        for pack in lock.packs
+    ]
 
 
 def _vc_values(minimum: str | None) -> dict[str, int]:

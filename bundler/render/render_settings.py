@@ -38,6 +38,7 @@ class IssSettings:
     compression: str = DEFAULT_COMPRESSION
     shortcut: bool = False  # a Start-menu shortcut to the app
     require_gpu: bool | None = None  # default: the profile's gpu_driver.require
+    require_eps: tuple[str, ...] = ()  # packs the setup must be able to use (--require-ep)
     install_scope: str = "machine"  # "machine" (admin), "user" (no admin) or "ask"
     sign: SignSettings | None = None  # bundle.toml [sign]: sign the setup and its uninstaller
 

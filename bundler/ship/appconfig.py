@@ -31,6 +31,8 @@ needs no flags.
     require_gpu = false                # default: the profile's; a silent install then fails
     install_scope = "machine"          # "user": no administrator ({autopf} is per-user); "ask"
                                        # without a good enough GPU driver (as /REQUIREGPU)
+    require_eps = ["nv-tensorrt-rtx"]  # the setup stops where the doctor finds no device for
+                                       # one of these packs (each one of [build] eps)
     postbuild = false                  # no postbuild.cmd / postbuild.event.xml (default: both)
     project_dir = "app"                # the .vcxproj's folder: the post-build event names
                                        # postbuild.cmd relative to $(ProjectDir)
@@ -193,6 +195,7 @@ def _installer(table: Table, path: Path) -> IssSettings:
         compression=_choice(table, "compression", path, "iss_compression") or DEFAULT_COMPRESSION,
         shortcut=table.boolean("shortcut", False),
         require_gpu=table.boolean("require_gpu", None),
+        require_eps=table.strings("require_eps", None) or (),
         install_scope=_choice(table, "install_scope", path) or "machine",
     )
 

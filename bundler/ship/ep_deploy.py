@@ -164,6 +164,10 @@ def locked_packs(packs: Sequence[EpPack], placed: Sequence[Placed]) -> tuple[Loc
             plugin=f"{pack.folder}/{pack.plugin}",
             min_ort=pack.min_ort,
             size=sizes.get(pack.folder, 0),
+            probe=pack.hardware.probe,
+            needs=pack.hardware.needs,
+            min_compute_capability=pack.hardware.min_compute_capability,
+            min_driver=pack.hardware.min_driver,
         )
         for pack in packs
     )
