@@ -216,6 +216,15 @@ _CHECKS = (
         "xcopy, robocopy, cp -p)",
     ),
     Check(
+        "BA405",
+        "ep-pack-left-out",
+        Severity.INFO,
+        "An execution-provider pack of the lock was left out by the setup: its component was "
+        "not selected (bundle-installed.txt does not list it)",
+        "nothing to do unless this machine should use it: then run the setup again and select "
+        "the pack",
+    ),
+    Check(
         "BA501",
         "loader-missing-unreported",
         Severity.ERROR,
@@ -381,20 +390,3 @@ def finding(
 
 def severity_rank(severity: Severity) -> int:
     return SEVERITY_ORDER.index(severity)
-
-
-class _Placeholders(dict[str, str]):
-    def __missing__(self, key: str) -> str:
-        return key.upper()
-
-
-def catalogue_markdown() -> str:
-    """The README's findings table, generated from the catalogue (a test keeps them equal):
-    python -c "from bundler.findings import catalogue_markdown as t; print(t())" """
-    rows = ["| code | severity | name | finding | fix |", "|---|---|---|---|---|"]
-    for check in CATALOGUE.values():
-        fix = check.fix.format_map(_Placeholders())
-        rows.append(
-            f"| `{check.code}` | {check.severity.value} | `{check.name}` | {check.title} | {fix} |"
-        )
-    return "\n".join(rows)

@@ -22,6 +22,9 @@ from bundler.profiles import GpuDriver
 LOCK_NAME = "bundle.lock.json"
 DOCTOR_EXE = "bundle-doctor.exe"
 DOCTOR_DATA = "bundle-doctor.dat"  # rendered from the lock (bundler/render/doctor_dat.py)
+# What an installer installed, one name a line, in {app}: the next version's installer removes
+# what it lists and the new payload lacks, and nothing else (docs/building.md, "Upgrades").
+INSTALLED_LIST = "bundle-installed.txt"
 SCHEMA_VERSION = 1
 # What must be equal for --locked: identity and content, not where a mirror served it from.
 _COMPARED = ("kind", "sha256", "size", "artifact", "archive_sha256", "member")

@@ -23,7 +23,8 @@ from bundler.audit.checks import CHECKS
 from bundler.audit.judge import audit
 from bundler.audit.loadproof import FINDING_CODES
 from bundler.digest import file_sha256
-from bundler.findings import CATALOGUE, DOCTOR_CODES, Severity, catalogue_markdown
+from bundler.findings import CATALOGUE, DOCTOR_CODES, Severity
+from bundler.findings_table import catalogue_markdown
 from bundler.lock import LOCK_NAME, Lock, LockedFile
 from bundler.lockfile import write_lock
 from bundler.profiles import versioned

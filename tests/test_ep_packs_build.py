@@ -214,6 +214,35 @@ def test_gpu_bundle_with_all_three_packs_then_audit_names_a_lost_dll(
 
 
 @pytest.mark.realdata
+def test_a_pack_a_setup_left_out_is_not_missing_but_a_lost_folder_is(
+    tmp_path: Path, ep_cache: Path
+) -> None:
+    """bundle-installed.txt (what a setup installed, Windows separators, UTF-8 with BOM) that
+    does not list the pack's files, and no pack folder: BA405 (info), nothing to restore. The
+    same folder without that list is a build's output that lost a folder: BA402 for each."""
+    _wheels("webgpu")
+    out = tmp_path / "out"
+    _build(out, ep_cache, CPU_131, "webgpu", link=True)
+    pack = load_pack("webgpu")
+    shutil.rmtree(out / pack.folder)
+    names = [p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()]
+    listed = "\r\n".join(name.replace("/", "\\") for name in names)
+    (out / "bundle-installed.txt").write_text(listed, encoding="utf-8-sig")
+    installed = run_bundle("audit", str(out), "--json")
+    report = json.loads(installed.stdout)
+    codes = [(f["code"], f["files"]) for f in report["findings"] if f["code"].startswith("BA40")]
+    assert codes == [("BA405", [f"{pack.folder}/{pack.plugin}"])], installed.stdout
+    assert installed.returncode == 0 and report["restore"] == []
+    (out / "bundle-installed.txt").unlink()
+    built = run_bundle("audit", str(out), "--json")
+    lost = {f["files"][0] for f in json.loads(built.stdout)["findings"] if f["code"] == "BA402"}
+    assert built.returncode == 17
+    assert lost == {f"{pack.folder}/{item.name}" for item in pack.shipped()} | {
+        f"{pack.folder}/{vc}" for vc in pack.vc_runtime_in_pack
+    }
+
+
+@pytest.mark.realdata
 def test_audit_flags_a_pack_beside_an_older_ort(tmp_path: Path, ep_cache: Path) -> None:
     _wheels("webgpu")
     old = test_cache_dir() / "extracted" / "onnxruntime-1.23.2-cp311-cp311-win_amd64"

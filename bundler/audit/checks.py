@@ -15,6 +15,7 @@ from bundler.audit.closure import (
     vc_runtime_part_missing,
 )
 from bundler.audit.report import Audited, CheckFunction, is_pe_name
+from bundler.audit.restore import absent_locked
 from bundler.digest import file_sha256
 from bundler.findings import Finding, finding
 from bundler.gpu import target_findings
@@ -226,14 +227,19 @@ def time_changed(audited: Audited) -> Iterator[Finding]:
 
 
 def file_removed(audited: Audited) -> Iterator[Finding]:
-    if not audited.lock:
-        return
-    listed = [entry.name for entry in audited.lock.files]
-    if audited.lock.app and audited.lock.app not in listed:
-        listed.append(audited.lock.app)
-    for name in listed:
-        if not (audited.folder.path / name).is_file():
-            yield finding("BA402", (name,), f"{name} is listed in the lock file but absent")
+    """A file of the lock absent from the folder; not the files of a pack the setup left out
+    (BA405)."""
+    for name in absent_locked(audited):
+        yield finding("BA402", (name,), f"{name} is listed in the lock file but absent")
+
+
+def pack_left_out(audited: Audited) -> Iterator[Finding]:
+    for pack in audited.packs_left_out:
+        message = (
+            f"EP pack {pack.name} was not installed: the setup left {pack.folder}/ out (its "
+            "component was not selected; the setup log says why)"
+        )
+        yield finding("BA405", (pack.plugin,), message)
 
 
 def file_added(audited: Audited) -> Iterator[Finding]:
@@ -285,6 +291,7 @@ CHECKS: dict[str, CheckFunction] = {
     "BA402": file_removed,
     "BA403": file_added,
     "BA404": time_changed,
+    "BA405": pack_left_out,
     "BA701": gpu_unserved,
     "BA702": gpu_jit_only,
 }

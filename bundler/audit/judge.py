@@ -47,7 +47,7 @@ from bundler.audit.restore import restore_list
 from bundler.audit.suppressions import Suppression, ordered, suppress
 from bundler.errors import ArchiveError, InputFileError
 from bundler.findings import Finding
-from bundler.lock import LOCK_NAME, Lock
+from bundler.lock import INSTALLED_LIST, LOCK_NAME, Lock
 from bundler.lockfile import read_lock
 from bundler.plan import Plan, Status
 from bundler.profiles import (
@@ -68,6 +68,22 @@ LOCK_RECORD = "the lock file"
 PROFILE_RECORD = "the profile"
 
 
+def installed_names(folder: Path) -> frozenset[str] | None:
+    """The names a setup listed in the folder's bundle-installed.txt (UTF-8 with a byte-order
+    mark, Windows separators), posix and lower case; None where no setup wrote one."""
+    try:
+        text = (folder / INSTALLED_LIST).read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputFileError(
+            f"{folder / INSTALLED_LIST}: cannot be read ({exc}); the setup writes it as UTF-8: "
+            "run the setup again, or delete the file to audit the folder as a build's output."
+        ) from None
+    lines = (line.strip().replace("\\", "/").lower() for line in text.splitlines())
+    return frozenset(line for line in lines if line)
+
+
 def audit(
     path: Path,
     profile_name: str | None = None,
@@ -86,7 +102,7 @@ def audit(
     files = scan_folder(folder)
     plan = resolve_folder(files, profile, policy, lock)
     hashed = lock is not None and (verify or lock_path is not None)
-    audited = Audited(files, profile, policy, plan, lock, verify=hashed)
+    audited = Audited(files, profile, policy, plan, lock, hashed, installed_names(folder))
     kept, suppressed = suppress(run_checks(audited), ignore)
     return AuditReport(
         folder,

@@ -15,7 +15,7 @@ from bundler.errors import ExitCode, InputFileError
 from bundler.fatbin import GpuCode, read_gpu_code
 from bundler.findings import Finding, Severity
 from bundler.gpu import coverage, judged
-from bundler.lock import Lock, LockedFile
+from bundler.lock import Lock, LockedFile, LockedPack
 from bundler.pe import PEInfo, is_pe_candidate, read_pe
 from bundler.plan import Edge, Plan, Status
 from bundler.profiles import (
@@ -76,6 +76,22 @@ class Audited:
     plan: Plan
     lock: Lock | None = None
     verify: bool = False
+    # The names (posix, lower case) of the folder's bundle-installed.txt, which a setup writes:
+    # None in a folder no setup installed (a build's output)
+    installed: frozenset[str] | None = None
+
+    @cached_property
+    def packs_left_out(self) -> tuple[LockedPack, ...]:
+        """The lock's packs a setup left out: bundle-installed.txt lists none of its files and
+        its folder is absent (its component was not selected)."""
+        if self.lock is None or self.installed is None:
+            return ()
+        return tuple(
+            pack
+            for pack in self.lock.packs
+            if pack.plugin.lower() not in self.installed
+            and not (self.folder.path / pack.folder).exists()
+        )
 
     @cached_property
     def load_time(self) -> frozenset[str]:

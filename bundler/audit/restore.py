@@ -29,12 +29,19 @@ def restore_list(audited: Audited) -> tuple[Restore, ...]:
 
 
 def absent_locked(audited: Audited) -> list[str]:
+    """The lock's files (and its app) absent from the folder, but for those of a pack the
+    setup left out (BA405: not installed by choice, nothing to restore)."""
     if not audited.lock:
         return []
     listed = [entry.name for entry in audited.lock.files]
     if audited.lock.app and audited.lock.app not in listed:
         listed.append(audited.lock.app)
-    return [name for name in listed if not (audited.folder.path / name).is_file()]
+    left_out = tuple(pack.folder + "/" for pack in audited.packs_left_out)
+    return [
+        name
+        for name in listed
+        if not name.startswith(left_out) and not (audited.folder.path / name).is_file()
+    ]
 
 
 def _restore(audited: Audited, key: str, name: str) -> Restore:

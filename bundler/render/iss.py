@@ -18,7 +18,15 @@ from typing import Any
 
 from bundler import __version__
 from bundler.errors import ConfigError
-from bundler.lock import DOCTOR_DATA, DOCTOR_EXE, LOCK_NAME, Lock, LockedPack, PayloadFile
+from bundler.lock import (
+    DOCTOR_DATA,
+    DOCTOR_EXE,
+    INSTALLED_LIST,
+    LOCK_NAME,
+    Lock,
+    LockedPack,
+    PayloadFile,
+)
 from bundler.render.engine import Templates, relative_folder, write_text
 from bundler.render.escaping import ISPP_INLINE_END, ISPP_INLINE_START
 from bundler.render.render_settings import (
@@ -51,11 +59,6 @@ class IssResult:
     disk_spanning: bool
     files: int
     sign_command: Path | None = None  # signtool.txt: the command for ISCC's /Sbundlesign=
-
-
-# What an installer installed, one name a line, in {app}: the next version's installer removes
-# what it lists and the new payload lacks, and nothing else (docs/building.md, "Upgrades").
-INSTALLED_LIST = "bundle-installed.txt"
 
 
 def app_id_for(app_name: str) -> str:
