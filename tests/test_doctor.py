@@ -615,6 +615,9 @@ def pack_lines(result: subprocess.CompletedProcess[str]) -> dict[str, tuple[str,
     return verdicts
 
 
+CPU_LOCK = Lock(profile="ort-1.31.1-cpu", architecture="x64", vc_runtime="app-local", files=())
+
+
 @pytest.fixture
 def cpu_app(doctor_exe: Path, tmp_path: Path) -> Path:
     """A folder with the doctor and the data file of a CPU bundle (no `driver` record) with
@@ -622,8 +625,7 @@ def cpu_app(doctor_exe: Path, tmp_path: Path) -> Path:
     folder = tmp_path / "setup temp"
     folder.mkdir()
     shutil.copyfile(doctor_exe, folder / "bundle-doctor.exe")
-    lock = Lock(profile="ort-1.31.1-cpu", architecture="x64", vc_runtime="app-local", files=())
-    text = doctor_data(lock)
+    text = doctor_data(CPU_LOCK)
     assert "\ndriver\t" not in text
     (folder / DOCTOR_DATA).write_bytes(data.with_packs(text))
     return folder
@@ -632,42 +634,45 @@ def cpu_app(doctor_exe: Path, tmp_path: Path) -> Path:
 def test_packs_judges_the_tensorrt_rtx_pack_by_driver_and_gpu(
     wine: Wine, standins: Path, cpu_app: Path
 ) -> None:
+    """The TensorRT RTX pack alone (`--data`): the DXGI probes of the others make Wine start
+    its desktop process, which holds the run's pipes for some 10 s after the doctor exits."""
+    nv_only = cpu_app / "nv-only.dat"
+    nv_only.write_bytes(data.with_packs(doctor_data(CPU_LOCK), (data.NV_PACK,)))
     exe = cpu_app / "bundle-doctor.exe"
+
+    def verdict(gpus: str | None = None) -> tuple[str, str]:
+        verdicts = pack_lines(run(wine, exe, "--packs", "--data", str(nv_only), gpus=gpus))
+        assert list(verdicts) == ["nv-tensorrt-rtx"]
+        return verdicts["nv-tensorrt-rtx"]
+
     with Machine(wine, standins) as machine:
         machine.driver(DRIVER_581)
-        verdicts = pack_lines(run(wine, exe, "--packs", gpus="sm_86"))
-        assert list(verdicts) == ["nv-tensorrt-rtx", "openvino", "webgpu"]
-        assert verdicts["nv-tensorrt-rtx"] == ("yes", "Stand-in GPU sm_86 (sm_86), driver 581.15")
-        usable, reason = pack_lines(run(wine, exe, "--packs", gpus="sm_75"))["nv-tensorrt-rtx"]
-        assert usable == "no"
-        assert reason == (
+        assert verdict("sm_86") == ("yes", "Stand-in GPU sm_86 (sm_86), driver 581.15")
+        assert verdict("sm_75") == (
+            "no",
             "no NVIDIA GPU of compute capability 8.0 or newer: CUDA device 0 "
-            "(Stand-in GPU sm_75) is sm_75 (compute capability 7.5)"
+            "(Stand-in GPU sm_75) is sm_75 (compute capability 7.5)",
         )
         # any GPU that is new enough will do
-        usable, reason = pack_lines(run(wine, exe, "--packs", gpus="sm_75,sm_120"))[
-            "nv-tensorrt-rtx"
-        ]
-        assert (usable, reason) == ("yes", "Stand-in GPU sm_120 (sm_120), driver 581.15")
-        usable, reason = pack_lines(run(wine, exe, "--packs"))["nv-tensorrt-rtx"]  # cuInit fails
+        assert verdict("sm_75,sm_120") == ("yes", "Stand-in GPU sm_120 (sm_120), driver 581.15")
+        usable, reason = verdict()  # cuInit fails
         assert usable == "no" and "CUDA_ERROR_NO_DEVICE" in reason
     with Machine(wine, standins) as machine:
         machine.driver(DRIVER_551)
-        usable, reason = pack_lines(run(wine, exe, "--packs", gpus="sm_86"))["nv-tensorrt-rtx"]
-        assert (usable, reason) == ("no", "the NVIDIA driver 551.61 is older than 580.88")
-        usable, reason = pack_lines(run(wine, exe, "--packs", gpus="sm_75"))["nv-tensorrt-rtx"]
+        assert verdict("sm_86") == ("no", "the NVIDIA driver 551.61 is older than 580.88")
+        usable, reason = verdict("sm_75")
         assert usable == "no" and reason.startswith("the NVIDIA driver 551.61 is older than")
         assert "sm_75 (compute capability 7.5)" in reason  # both reasons
     with Machine(wine, standins) as machine:
         machine.driver(None)
-        usable, reason = pack_lines(run(wine, exe, "--packs", gpus="sm_86"))["nv-tensorrt-rtx"]
-        assert (usable, reason) == ("no", "no NVIDIA driver (nvcuda.dll is not in System32)")
+        assert verdict("sm_86") == ("no", "no NVIDIA driver (nvcuda.dll is not in System32)")
 
 
 def test_packs_without_a_display_has_no_dxgi_adapter(wine: Wine, cpu_app: Path) -> None:
     """The session prefix has no X display: Wine 8's DXGI then has no adapter, so no D3D12;
     the Intel probe has only the CPU's vendor."""
     verdicts = pack_lines(run(wine, cpu_app / "bundle-doctor.exe", "--packs"))
+    assert list(verdicts) == ["nv-tensorrt-rtx", "openvino", "webgpu"]  # the data file's order
     assert verdicts["webgpu"] == ("no", f"no display adapter for Direct3D 12: {NO_DXGI}")
     if INTEL_CPU:
         assert verdicts["openvino"] == ("yes", "an Intel CPU (GenuineIntel)")
