@@ -1,4 +1,4 @@
-/* bundle-doctor.exe [--json] [--verify] [--gpu-only] [--data FILE]
+/* bundle-doctor.exe [--json] [--verify] [--gpu-only | --packs] [--data FILE]
  *
  * Checks a shipped bundle on the machine it runs on, against bundle-doctor.dat (by default
  * next to the exe; the bundle folder is the data file's folder). Exit codes: 0 no error
@@ -11,15 +11,18 @@
 #include <string.h>
 
 static const char USAGE[] =
-    "usage: bundle-doctor.exe [--json] [--verify] [--gpu-only] [--data FILE]\n";
+    "usage: bundle-doctor.exe [--json] [--verify] [--gpu-only | --packs] [--data FILE]\n";
 static const char HELP[] =
     "Checks this bundle on this machine: every file present (--verify: and its SHA-256),\n"
     "the NVIDIA driver and GPUs against the GPU code the DLLs carry, DLLs of other versions\n"
-    "in System32/KnownDLLs/PATH, the Visual C++ runtime, and that each DLL really loads.\n"
+    "in System32/KnownDLLs/PATH, the Visual C++ runtime, that each DLL really loads, and\n"
+    "whether each execution-provider pack has a device to run on.\n"
     "\n"
     "  --json       one JSON object on stdout instead of text\n"
     "  --verify     also compare every file's SHA-256 (reads the whole bundle)\n"
     "  --gpu-only   only the NVIDIA driver and the GPUs (the installer, before it copies)\n"
+    "  --packs      only whether each EP pack can run here, one line per pack:\n"
+    "               pack<TAB>NAME<TAB>yes|no<TAB>REASON (the installer, before it copies)\n"
     "  --data FILE  the data file (default: bundle-doctor.dat next to this exe)\n"
     "\n"
     "Exit codes: 0 no error found, 17 at least one error, 22 the data file is missing or\n"
@@ -106,7 +109,7 @@ static void text_report(const Doctor *doctor, int exit_code, StrBuf *out)
     sb_printf(out, "bundle-doctor %s: %s (profile %s, built by bundle %s)\n", DOCTOR_VERSION,
               folder, data->profile, data->tool);
     sb_printf(out, "Windows %s\n", m->windows);
-    if (data->driver_dll && m->have_driver)
+    if (m->have_driver)
         sb_printf(out, "NVIDIA driver %s (%s %s), CUDA %s\n",
                   m->driver_version[0] ? m->driver_version : "of unknown version",
                   data->driver_dll, m->dll_version[0] ? m->dll_version : "without a version",
@@ -273,7 +276,7 @@ static int usage_error(const char *what, const wchar_t *arg)
 
 int wmain(int argc, wchar_t **argv)
 {
-    int json = 0, verify = 0, gpu_only = 0;
+    int json = 0, verify = 0, gpu_only = 0, packs = 0;
     wchar_t *data_file = NULL;
     for (int i = 1; i < argc; i++) {
         if (wcscmp(argv[i], L"--json") == 0)
@@ -282,6 +285,8 @@ int wmain(int argc, wchar_t **argv)
             verify = 1;
         else if (wcscmp(argv[i], L"--gpu-only") == 0)
             gpu_only = 1;
+        else if (wcscmp(argv[i], L"--packs") == 0)
+            packs = 1;
         else if (wcscmp(argv[i], L"--help") == 0 || wcscmp(argv[i], L"-h") == 0 ||
                  wcscmp(argv[i], L"/?") == 0) {
             emit(STD_OUTPUT_HANDLE, USAGE);
@@ -295,6 +300,8 @@ int wmain(int argc, wchar_t **argv)
             return usage_error("unknown argument", argv[i]);
         }
     }
+    if (packs && (json || verify || gpu_only))
+        return usage_error("--packs goes with --data alone", L"--packs");
     /* no "cannot find DLL" or "insert disk" dialog: a failing load must come back as an error */
     SetErrorMode(SEM_FAILCRITICALERRORS | SEM_NOOPENFILEERRORBOX);
     if (!data_file)
@@ -310,6 +317,13 @@ int wmain(int argc, wchar_t **argv)
     }
     Doctor doctor = {.data = &data, .verify = verify};
     machine_windows(&doctor.machine);
+    if (packs) { /* the data file alone: nothing of the bundle's folder is looked at */
+        StrBuf lines;
+        sb_init(&lines);
+        packs_lines(&doctor, &lines);
+        emit(STD_OUTPUT_HANDLE, lines.text);
+        return EXIT_OK;
+    }
     if (gpu_only) {
         check_driver_and_gpus(&doctor);
     } else {
@@ -319,6 +333,7 @@ int wmain(int argc, wchar_t **argv)
         check_pruned(&doctor);
         check_vc_runtime(&doctor);
         check_loads(&doctor);
+        check_packs(&doctor);
     }
 
     order_findings(&doctor);

@@ -79,8 +79,7 @@ int file_version(const wchar_t *path, char *out, size_t n)
     return ok;
 }
 
-/* Compares dotted versions part by part; a floor of two parts ("14.40") compares two parts. */
-static int version_below(const char *version, const char *floor)
+int version_below(const char *version, const char *floor)
 {
     while (*floor) {
         unsigned long have = strtoul(version, (char **)&version, 10);
@@ -107,6 +106,8 @@ void check_files(Doctor *doctor)
     const Data *data = doctor->data;
     for (size_t i = 0; i < data->n_files; i++) {
         const FileRec *rec = &data->files[i];
+        if (in_absent_pack(data, rec->path)) /* a pack not installed: BA813 says so */
+            continue;
         wchar_t *path = bundle_path(data, rec->path);
         WIN32_FILE_ATTRIBUTE_DATA info;
         Finding *finding = NULL;
@@ -198,9 +199,9 @@ static void check_driver_versions(Doctor *doctor, const char *dll)
     }
 }
 
-static void query_gpus(Doctor *doctor, HMODULE cuda, const char *dll)
+/* The GPUs the driver lists, into m->gpus; or what went wrong, into m->gpu_problem. */
+static void query_gpus(Machine *m, HMODULE cuda, const char *dll)
 {
-    Machine *m = &doctor->machine;
     CuInit init = (CuInit)(void *)GetProcAddress(cuda, "cuInit");
     CuInt count_of = (CuInt)(void *)GetProcAddress(cuda, "cuDeviceGetCount");
     CuDeviceGet get = (CuDeviceGet)(void *)GetProcAddress(cuda, "cuDeviceGet");
@@ -209,26 +210,20 @@ static void query_gpus(Doctor *doctor, HMODULE cuda, const char *dll)
         (CuDeviceGetAttribute)(void *)GetProcAddress(cuda, "cuDeviceGetAttribute");
     CuDeviceTotalMem memory = (CuDeviceTotalMem)(void *)GetProcAddress(cuda, "cuDeviceTotalMem_v2");
     if (!init || !count_of || !get) {
-        Finding *f = add_finding(doctor, "BA803",
-                                 xprintf("%s lacks cuInit/cuDeviceGetCount/cuDeviceGet: not a "
-                                         "working NVIDIA driver", dll));
-        finding_file(f, dll);
+        m->gpu_problem = xprintf("%s lacks cuInit/cuDeviceGetCount/cuDeviceGet: not a working "
+                                 "NVIDIA driver", dll);
         return;
     }
     int result = init(0), count = 0;
     if (result != 0) {
-        Finding *f = add_finding(doctor, "BA803",
-                                 xprintf("cuInit failed with CUDA error %d (%s): the driver sees no "
-                                         "usable NVIDIA GPU", result, cuda_error_name(result)));
-        finding_file(f, dll);
+        m->gpu_problem = xprintf("cuInit failed with CUDA error %d (%s): the driver sees no "
+                                 "usable NVIDIA GPU", result, cuda_error_name(result));
         return;
     }
     if ((result = count_of(&count)) != 0 || count <= 0) {
-        Finding *f = add_finding(doctor, "BA803",
-                                 result ? xprintf("cuDeviceGetCount failed with CUDA error %d (%s)",
-                                                  result, cuda_error_name(result))
-                                        : xstrdup("the NVIDIA driver reports no CUDA device"));
-        finding_file(f, dll);
+        m->gpu_problem = result ? xprintf("cuDeviceGetCount failed with CUDA error %d (%s)",
+                                          result, cuda_error_name(result))
+                                : xstrdup("the NVIDIA driver reports no CUDA device");
         return;
     }
     m->gpus = xrealloc(NULL, sizeof *m->gpus * (size_t)count);
@@ -352,23 +347,16 @@ static void check_gpu_code(Doctor *doctor, const Gpu *gpu)
     free(jit.text);
 }
 
-void check_driver_and_gpus(Doctor *doctor)
+void machine_nvidia(Machine *m, const char *dll)
 {
-    const Data *data = doctor->data;
-    Machine *m = &doctor->machine;
-    if (!data->driver_dll)
+    if (m->nvidia_asked)
         return;
-    wchar_t *name = widen(data->driver_dll);
+    m->nvidia_asked = 1;
+    wchar_t *name = widen(dll);
     HMODULE cuda = LoadLibraryExW(name, NULL, LOAD_LIBRARY_SEARCH_SYSTEM32);
     free(name);
-    if (!cuda) {
-        Finding *f = add_finding(doctor, "BA801",
-                                 xprintf("%s was not found in System32: no NVIDIA driver is "
-                                         "installed; the bundle needs driver %s or newer (CUDA %d)",
-                                         data->driver_dll, data->driver_min, data->cuda_major));
-        finding_file(f, data->driver_dll);
+    if (!cuda)
         return;
-    }
     m->have_driver = 1;
     wchar_t path[MAX_PATH * 2];
     if (GetModuleFileNameW(cuda, path, MAX_PATH * 2)) {
@@ -381,8 +369,29 @@ void check_driver_and_gpus(Doctor *doctor)
     if (version_of && version_of(&cuda_version) == 0 && cuda_version > 0)
         snprintf(m->cuda_version, sizeof m->cuda_version, "%d.%d", cuda_version / 1000,
                          (cuda_version % 1000) / 10);
+    query_gpus(m, cuda, dll);
+}
+
+void check_driver_and_gpus(Doctor *doctor)
+{
+    const Data *data = doctor->data;
+    Machine *m = &doctor->machine;
+    if (!data->driver_dll)
+        return;
+    machine_nvidia(m, data->driver_dll);
+    if (!m->have_driver) {
+        Finding *f = add_finding(doctor, "BA801",
+                                 xprintf("%s was not found in System32: no NVIDIA driver is "
+                                         "installed; the bundle needs driver %s or newer (CUDA %d)",
+                                         data->driver_dll, data->driver_min, data->cuda_major));
+        finding_file(f, data->driver_dll);
+        return;
+    }
     check_driver_versions(doctor, data->driver_dll);
-    query_gpus(doctor, cuda, data->driver_dll);
+    if (m->gpu_problem) {
+        Finding *f = add_finding(doctor, "BA803", xstrdup(m->gpu_problem));
+        finding_file(f, data->driver_dll);
+    }
     for (size_t i = 0; i < m->n_gpus; i++)
         if (m->gpus[i].major > 0)
             check_gpu_code(doctor, &m->gpus[i]);
@@ -786,6 +795,8 @@ void check_loads(Doctor *doctor)
     const Data *data = doctor->data;
     for (size_t i = 0; i < data->n_loads; i++) {
         const char *rel = data->loads[i];
+        if (in_absent_pack(data, rel))
+            continue;
         wchar_t *path = bundle_path(data, rel);
         if (!is_file(path)) {
             Finding *f = add_finding(doctor, "BA806",

@@ -210,7 +210,7 @@ static int is_name_list(const char *text)
 
 enum Kind {
     TOOL = 1, PROFILE, ORT, VC_RUNTIME, VC_DLL, API_SET, DRIVER, CHECK, FILE_, VERSION, LOAD,
-    PRUNED, IMPORTS, GPU
+    PRUNED, IMPORTS, GPU, PACK
 };
 
 static const struct {
@@ -223,8 +223,42 @@ static const struct {
     [API_SET] = {"api_set", 2, 0},   [DRIVER] = {"driver", 4, 1}, [CHECK] = {"check", 5, 0},
     [FILE_] = {"file", 5, 0},        [VERSION] = {"version", 3, 0}, [LOAD] = {"load", 2, 0},
     [PRUNED] = {"pruned", 2, 0},     [IMPORTS] = {"imports", 3, 0}, [GPU] = {"gpu", 4, 0},
+    [PACK] = {"pack", 8, 0},
 };
 #define N_KINDS ((int)(sizeof KINDS / sizeof KINDS[0]))
+
+static const char *const PROBES[] = {"nvidia-cuda", "intel", "d3d12"};
+
+/* A pack record: name, folder, plugin (inside the folder), probe, minimum compute capability
+ * and driver ("-": none), and what the pack needs, in words. */
+static char *take_pack(Data *data, char **f)
+{
+    size_t folder = strlen(f[2]);
+    if (!*f[1] || strpbrk(f[1], "/\\: "))
+        return xprintf("'%s' is not an EP pack name (e.g. nv-tensorrt-rtx)", f[1]);
+    for (size_t i = 0; i < data->n_packs; i++)
+        if (strcmp(data->packs[i].name, f[1]) == 0)
+            return xprintf("a second pack record for %s", f[1]);
+    if (!is_relative_path(f[2]) || !is_relative_path(f[3]) || strncmp(f[3], f[2], folder) != 0 ||
+        f[3][folder] != '/')
+        return xprintf("the pack %s needs a relative folder and a plugin path inside it", f[1]);
+    int probe = -1;
+    for (int i = 0; i < (int)(sizeof PROBES / sizeof PROBES[0]); i++)
+        if (strcmp(f[4], PROBES[i]) == 0)
+            probe = i;
+    if (probe < 0)
+        return xprintf("the probe '%s' of the pack %s is not nvidia-cuda, intel or d3d12", f[4],
+                       f[1]);
+    if ((strcmp(f[5], "-") != 0 && !is_dotted(f[5], 2)) ||
+        (strcmp(f[6], "-") != 0 && !is_dotted(f[6], 2)))
+        return xprintf("the pack %s's minimum compute capability and driver are X.Y or -", f[1]);
+    if (!*f[7])
+        return xprintf("the pack %s says nothing about what it needs", f[1]);
+    *GROW(data->packs, data->n_packs) =
+        (PackRec){xstrdup(f[1]), xstrdup(f[2]), xstrdup(f[3]), PROBES[probe], xstrdup(f[5]),
+                  xstrdup(f[6]), xstrdup(f[7])};
+    return NULL;
+}
 
 /* One record's fields (already split); returns NULL when valid, else what is wrong. */
 static char *take_record(Data *data, int kind, char **f)
@@ -317,6 +351,8 @@ static char *take_record(Data *data, int kind, char **f)
                            "(sm_XY[a|f],... or -)");
         *GROW(data->gpus, data->n_gpus) = (GpuRec){xstrdup(f[1]), xstrdup(f[2]), xstrdup(f[3])};
         return NULL;
+    case PACK:
+        return take_pack(data, f);
     }
     return xstrdup("internal error: unhandled record kind");
 }

@@ -7,6 +7,7 @@
  *   data.c           the data file (version 1): parse, validate, SHA-256 via CNG
  *   findings.c       the findings the checks add and the report prints
  *   checks.c         the checks, each adding findings
+ *   packs.c          the execution-provider packs: whether each can run on this machine
  */
 #ifndef BUNDLE_DOCTOR_H
 #define BUNDLE_DOCTOR_H
@@ -70,6 +71,13 @@ typedef struct {
 } GpuRec;
 
 typedef struct {
+    char *name, *folder, *plugin; /* folder and plugin: relative, '/' as in the data file */
+    const char *probe;            /* "nvidia-cuda", "intel" or "d3d12" (static) */
+    char *min_capability, *min_driver; /* e.g. "8.0", "580.88"; "-" for none */
+    char *needs;                  /* one sentence */
+} PackRec;
+
+typedef struct {
     wchar_t *file;   /* the data file, full path */
     wchar_t *folder; /* the bundle folder: the data file's folder, no trailing '\' */
     char *tool, *profile, *ort;
@@ -94,6 +102,8 @@ typedef struct {
     size_t n_imports;
     GpuRec *gpus;
     size_t n_gpus;
+    PackRec *packs; /* execution-provider packs (bundle build --ep); none in older files */
+    size_t n_packs;
 } Data;
 
 /* Reads and validates `file`. On any problem returns 0 and sets *problem to one sentence
@@ -135,6 +145,8 @@ typedef struct {
     wchar_t *driver_path;
     Gpu *gpus;
     size_t n_gpus;
+    int nvidia_asked; /* machine_nvidia ran */
+    char *gpu_problem; /* why the driver lists no GPU (cuInit failed, ...); NULL when it did */
 } Machine;
 
 typedef struct {
@@ -152,12 +164,28 @@ const CheckRow *check_row(const Data *data, const char *code);
 
 /* checks.c: each adds findings to the doctor */
 void machine_windows(Machine *machine);
+/* Asks the NVIDIA driver `dll` (from System32) once, adding no finding: have_driver, the
+ * versions, and the GPUs or gpu_problem. A second call does nothing. */
+void machine_nvidia(Machine *machine, const char *dll);
 void check_files(Doctor *doctor);
 void check_driver_and_gpus(Doctor *doctor);
 void check_shadowing(Doctor *doctor);
 void check_pruned(Doctor *doctor);
 void check_vc_runtime(Doctor *doctor);
 void check_loads(Doctor *doctor);
+
+/* packs.c: the execution-provider packs (pack records) */
+/* Whether `pack` can run on this machine (1) or not (0); *reason (malloc'ed) says why. */
+int pack_usable(Doctor *doctor, const PackRec *pack, char **reason);
+/* BA811 / BA812 per installed pack, BA813 per pack whose folder is absent */
+void check_packs(Doctor *doctor);
+/* Whether the bundle-relative `path` lies in the folder of a pack that is not installed. */
+int in_absent_pack(const Data *data, const char *path);
+/* --packs: one line per pack record, "pack<TAB>name<TAB>yes|no<TAB>reason" */
+void packs_lines(Doctor *doctor, StrBuf *out);
+
+/* Compares dotted versions part by part; a floor of two parts ("14.40") compares two parts. */
+int version_below(const char *version, const char *floor);
 
 /* FileVersion a.b.c.d of a file into out; 0 when it has none */
 int file_version(const wchar_t *path, char *out, size_t n);

@@ -33,12 +33,14 @@ import pytest
 from bundler.lock import DOCTOR_DATA, Lock, PrunedFile
 from bundler.render.doctor_dat import doctor_data
 from bundler.resources import doctor_exe as shipped_doctor_exe
-from tests.conftest import HELLO, REPO, pip_env
+from tests.conftest import HELLO, REPO, pip_env, require
 from tests.support import doctor as data
-from tests.support.doctor import DRIVER_516, DRIVER_551, Machine
+from tests.support.doctor import DRIVER_516, DRIVER_551, DRIVER_581, Machine
+from tests.support.inno import Xvfb
 from tests.support.mingw import run_build_script
-from tests.support.wine import NATIVE_VC_RUNTIME, Wine
+from tests.support.wine import NATIVE_VC_RUNTIME, Wine, require_wine
 from tests.test_build import linked_copy
+from tests.test_ep_packs_wine import DisplayWine
 
 pytestmark = pytest.mark.real_tools
 
@@ -141,6 +143,9 @@ def test_usage(wine: Wine, doctor_exe: Path) -> None:
     wrong = run(wine, doctor_exe, "--frobnicate")
     assert wrong.returncode == 2
     assert "unknown argument: --frobnicate" in wrong.stderr and "usage:" in wrong.stderr
+    assert "--packs" in helped.stdout and "pack<TAB>NAME<TAB>yes|no<TAB>REASON" in helped.stdout
+    mixed = run(wine, doctor_exe, "--packs", "--json")
+    assert mixed.returncode == 2 and "--packs goes with --data alone" in mixed.stderr
 
 
 # --- a healthy machine ----------------------------------------------------------------------
@@ -497,7 +502,37 @@ BAD_DATA: dict[str, Callable[[bytes], bytes]] = {
     "a pruned record before a file record": lambda good: resealed(
         good, b"file\t", b"pruned\tx.dll\nfile\t"
     ),
+    "a pack with an unknown probe": lambda good: with_pack(good, probe="amd-gpu"),
+    "a pack whose plugin is outside its folder": lambda good: with_pack(
+        good, plugin="ep/webgpux/onnxruntime_providers_webgpu.dll"
+    ),
+    "a pack with a bad minimum capability": lambda good: with_pack(good, capability="sm_80"),
+    "a pack with a bad minimum driver": lambda good: with_pack(good, driver="580"),
+    "a pack that needs nothing": lambda good: with_pack(good, needs=""),
+    "a pack record a field short": lambda good: with_pack(good, needs=None),
+    "a pack listed twice": lambda good: data.with_packs(
+        good.decode(), (data.WEBGPU_PACK, data.WEBGPU_PACK)
+    ),
+    "a pack record before a file record": lambda good: resealed(
+        data.with_packs(good.decode(), (data.WEBGPU_PACK,)),
+        b"file\t",
+        "\t".join(("pack", *data.WEBGPU_PACK)).encode() + b"\nfile\t",
+    ),
 }
+
+
+def with_pack(
+    good: bytes,
+    *,
+    probe: str = "d3d12",
+    plugin: str = data.WEBGPU_PACK[2],
+    capability: str = "-",
+    driver: str = "-",
+    needs: str | None = "a D3D12 GPU",
+) -> bytes:
+    """`good` with one webgpu pack record, its fields as given (needs None: left out)."""
+    fields = ("webgpu", "ep/webgpu", plugin, probe, capability, driver)
+    return data.with_packs(good.decode(), (fields if needs is None else (*fields, needs),))
 
 
 def resealed(good: bytes, old: bytes, new: bytes) -> bytes:
@@ -535,6 +570,13 @@ def test_bad_data_files_exit_22_with_one_line(wine: Wine, doctor_exe: Path, tmp_
     assert "not a plain DLL file name" in run(wine, exe).stderr
     dat.write_bytes(with_pruned("x.dll")(good_data()))  # a plain name: a valid data file
     assert run(wine, exe).returncode == 0
+    dat.write_bytes(with_pack(good_data(), probe="vulkan"))
+    for args in ((), ("--packs",)):
+        refused = run(wine, exe, *args)
+        assert refused.returncode == DATA_ERROR and refused.stdout == "", args
+        assert "the probe 'vulkan' of the pack webgpu is not nvidia-cuda" in refused.stderr
+    dat.write_bytes(with_pack(good_data()))  # a valid pack record
+    assert run(wine, exe, "--packs").returncode == 0
 
 
 def test_the_data_file_format_is_what_the_helper_writes() -> None:
@@ -545,3 +587,221 @@ def test_the_data_file_format_is_what_the_helper_writes() -> None:
     body, end = text[: text.rindex("end\t")], lines[-2]
     assert end == "end\t" + hashlib.sha256(body.encode()).hexdigest()
     assert "\r" not in text
+
+
+# --- execution-provider packs (bundle build --ep) ---------------------------------------------
+
+NV_PLUGIN = data.NV_PACK[2]
+CPU_VENDOR = next(
+    line.split(":", 1)[1].strip()
+    for line in Path("/proc/cpuinfo").read_text().splitlines()
+    if line.startswith("vendor_id")
+)
+INTEL_CPU = CPU_VENDOR == "GenuineIntel"
+# Wine 8.0 without an X display: DXGI has no adapter at all (DXGI_ERROR_UNSUPPORTED).
+NO_DXGI = "CreateDXGIFactory1 failed with HRESULT 0x887a0004"
+
+
+def pack_lines(result: subprocess.CompletedProcess[str]) -> dict[str, tuple[str, str]]:
+    """--packs' output by pack name: (yes|no, reason), every line checked for its format."""
+    assert result.returncode == 0 and result.stderr == "", (result.returncode, result.stderr)
+    lines = result.stdout.split("\n")  # CRLF read as LF (text mode)
+    assert lines[-1] == "", result.stdout
+    verdicts = {}
+    for line in lines[:-1]:
+        kind, name, usable, reason = line.split("\t")
+        assert kind == "pack" and usable in ("yes", "no") and reason, line
+        verdicts[name] = (usable, reason)
+    return verdicts
+
+
+CPU_LOCK = Lock(profile="ort-1.31.1-cpu", architecture="x64", vc_runtime="app-local", files=())
+
+
+@pytest.fixture
+def cpu_app(doctor_exe: Path, tmp_path: Path) -> Path:
+    """A folder with the doctor and the data file of a CPU bundle (no `driver` record) with
+    the three packs, none of whose folders is there: --packs judges the machine alone."""
+    folder = tmp_path / "setup temp"
+    folder.mkdir()
+    shutil.copyfile(doctor_exe, folder / "bundle-doctor.exe")
+    text = doctor_data(CPU_LOCK)
+    assert "\ndriver\t" not in text
+    (folder / DOCTOR_DATA).write_bytes(data.with_packs(text))
+    return folder
+
+
+def test_packs_judges_the_tensorrt_rtx_pack_by_driver_and_gpu(
+    wine: Wine, standins: Path, cpu_app: Path
+) -> None:
+    """The TensorRT RTX pack alone (`--data`): the DXGI probes of the others make Wine start
+    its desktop process, which holds the run's pipes for some 10 s after the doctor exits."""
+    nv_only = cpu_app / "nv-only.dat"
+    nv_only.write_bytes(data.with_packs(doctor_data(CPU_LOCK), (data.NV_PACK,)))
+    exe = cpu_app / "bundle-doctor.exe"
+
+    def verdict(gpus: str | None = None) -> tuple[str, str]:
+        verdicts = pack_lines(run(wine, exe, "--packs", "--data", str(nv_only), gpus=gpus))
+        assert list(verdicts) == ["nv-tensorrt-rtx"]
+        return verdicts["nv-tensorrt-rtx"]
+
+    with Machine(wine, standins) as machine:
+        machine.driver(DRIVER_581)
+        assert verdict("sm_86") == ("yes", "Stand-in GPU sm_86 (sm_86), driver 581.15")
+        assert verdict("sm_75") == (
+            "no",
+            "no NVIDIA GPU of compute capability 8.0 or newer: CUDA device 0 "
+            "(Stand-in GPU sm_75) is sm_75 (compute capability 7.5)",
+        )
+        # any GPU that is new enough will do
+        assert verdict("sm_75,sm_120") == ("yes", "Stand-in GPU sm_120 (sm_120), driver 581.15")
+        usable, reason = verdict()  # cuInit fails
+        assert usable == "no" and "CUDA_ERROR_NO_DEVICE" in reason
+    with Machine(wine, standins) as machine:
+        machine.driver(DRIVER_551)
+        assert verdict("sm_86") == ("no", "the NVIDIA driver 551.61 is older than 580.88")
+        usable, reason = verdict("sm_75")
+        assert usable == "no" and reason.startswith("the NVIDIA driver 551.61 is older than")
+        assert "sm_75 (compute capability 7.5)" in reason  # both reasons
+    with Machine(wine, standins) as machine:
+        machine.driver(None)
+        assert verdict("sm_86") == ("no", "no NVIDIA driver (nvcuda.dll is not in System32)")
+
+
+def test_packs_without_a_display_has_no_dxgi_adapter(wine: Wine, cpu_app: Path) -> None:
+    """The session prefix has no X display: Wine 8's DXGI then has no adapter, so no D3D12;
+    the Intel probe has only the CPU's vendor."""
+    verdicts = pack_lines(run(wine, cpu_app / "bundle-doctor.exe", "--packs"))
+    assert list(verdicts) == ["nv-tensorrt-rtx", "openvino", "webgpu"]  # the data file's order
+    assert verdicts["webgpu"] == ("no", f"no display adapter for Direct3D 12: {NO_DXGI}")
+    if INTEL_CPU:
+        assert verdicts["openvino"] == ("yes", "an Intel CPU (GenuineIntel)")
+    else:
+        assert verdicts["openvino"] == (
+            "no",
+            f"no Intel CPU or GPU: the CPU is {CPU_VENDOR}; adapters: {NO_DXGI}",
+        )
+
+
+@pytest.fixture(scope="module")
+def display_wine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wine]:
+    """A prefix of its own on an Xvfb display: Wine's DXGI then has one adapter (wined3d on
+    the display's OpenGL) and its d3d12 a device (vkd3d on Mesa's Vulkan, lavapipe)."""
+    require_wine()
+    require(shutil.which("Xvfb") is not None, "Xvfb is not installed (apt-get install xvfb)")
+    root = tmp_path_factory.mktemp("doctor-display")
+    xvfb = Xvfb(root / "xvfb.log")
+    harness = DisplayWine(root / "prefix", xvfb.start())
+    try:
+        harness.start()
+        yield harness
+    finally:
+        harness.stop()
+        xvfb.stop()
+        shutil.rmtree(harness.prefix, ignore_errors=True)
+
+
+# Mesa's software Vulkan driver (Debian 12: mesa-vulkan-drivers), which vkd3d needs for D3D12.
+LAVAPIPE = Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")
+WINE_ADAPTER = "NVIDIA GeForce GTX 470 (0x10de)"  # what Wine 8.0's wined3d reports on Xvfb
+
+
+def test_d3d12_probe_on_a_display(display_wine: Wine, cpu_app: Path) -> None:
+    require(LAVAPIPE.is_file(), f"{LAVAPIPE} is missing (apt-get install mesa-vulkan-drivers)")
+    exe = cpu_app / "bundle-doctor.exe"
+    told = {"VK_ICD_FILENAMES": str(LAVAPIPE)}
+    done = display_wine.program(exe, "--packs", cwd=exe.parent, env=told, timeout=300)
+    assert pack_lines(done)["webgpu"] == ("yes", f"Direct3D 12 on {WINE_ADAPTER}")
+    # without a Vulkan driver vkd3d creates no device: the adapter and the HRESULT are named
+    told = {"VK_ICD_FILENAMES": str(cpu_app / "no-vulkan.json")}
+    done = display_wine.program(exe, "--packs", cwd=exe.parent, env=told, timeout=300)
+    assert pack_lines(done)["webgpu"] == (
+        "no",
+        f"no adapter with Direct3D 12 (feature level 11_0): {WINE_ADAPTER}: "
+        "D3D12CreateDevice 0x80004005",
+    )
+
+
+DIRECT3D_KEY = "HKCU\\Software\\Wine\\Direct3D"
+
+
+def test_intel_probe_sees_an_intel_adapter(display_wine: Wine, cpu_app: Path) -> None:
+    """wined3d reports the PCI ids VideoPciVendorID / VideoPciDeviceID of DIRECT3D_KEY say, for
+    a device its table knows (0x0166, HD Graphics 4000; an unknown one is ignored)."""
+    exe = cpu_app / "bundle-doctor.exe"
+    verdicts = pack_lines(display_wine.program(exe, "--packs", cwd=exe.parent, timeout=300))
+    if INTEL_CPU:
+        assert verdicts["openvino"] == ("yes", "an Intel CPU (GenuineIntel)")
+    else:
+        assert verdicts["openvino"] == (
+            "no",
+            f"no Intel CPU or GPU: the CPU is {CPU_VENDOR}; adapters: {WINE_ADAPTER}",
+        )
+    values = (("VideoPciVendorID", "0x8086"), ("VideoPciDeviceID", "0x0166"))
+    try:
+        for name, value in values:
+            added = display_wine.program(
+                "reg", "add", DIRECT3D_KEY, "/v", name, "/t", "REG_DWORD", "/d", value, "/f"
+            )
+            assert added.returncode == 0, added.stderr
+        verdicts = pack_lines(display_wine.program(exe, "--packs", cwd=exe.parent, timeout=300))
+    finally:
+        display_wine.program("reg", "delete", DIRECT3D_KEY, "/f")
+    intel_gpu = "Intel GPU: Intel(R) HD Graphics 4000 (0x8086)"
+    if INTEL_CPU:
+        assert verdicts["openvino"] == ("yes", f"an Intel CPU (GenuineIntel); {intel_gpu}")
+    else:
+        assert verdicts["openvino"] == ("yes", f"{intel_gpu}; the CPU is {CPU_VENDOR}")
+
+
+def test_the_report_judges_each_installed_pack(
+    wine: Wine, machine: Machine, doctor_exe: Path, tmp_path: Path
+) -> None:
+    """TensorRT RTX installed and usable (BA811), WebGPU installed without a D3D12 device
+    (BA812: no display), OpenVINO not installed (BA813): its files are not BA402, while a file
+    missing from an installed pack still is."""
+    folder = tmp_path / "app"
+    (folder / "ep" / "nv_tensorrt_rtx").mkdir(parents=True)
+    (folder / "ep" / "webgpu").mkdir()
+    shutil.copyfile(doctor_exe, folder / "bundle-doctor.exe")
+    present = (NV_PLUGIN, data.WEBGPU_PACK[2])
+    absent = ("ep/nv_tensorrt_rtx/cudart64_13.dll", data.OPENVINO_PACK[2], "ep/openvino/tbb12.dll")
+    for name in present:
+        (folder / name).write_bytes(b"MZ")
+    lines = [
+        ("bundle-doctor-data", "1"),
+        ("tool", "0.1.0"),
+        ("profile", "ort-1.31.1-cpu"),
+        *(("check", *row) for row in data.CHECKS),
+        *(("file", "2", "0" * 64, "ep", name) for name in (*present, *absent)),
+        *(("pack", *pack) for pack in data.PACKS),
+    ]
+    (folder / DOCTOR_DATA).write_bytes(data.seal(lines))
+    machine.driver(DRIVER_581)
+    document, code = report(wine, folder / "bundle-doctor.exe", gpus="sm_86")
+    assert code == 17  # the BA402
+    assert codes(document) == ["BA402", "BA812", "BA811", "BA813"]
+    [removed] = findings(document, "BA402")
+    assert removed["files"] == ["ep/nv_tensorrt_rtx/cudart64_13.dll"]
+    [usable] = findings(document, "BA811")
+    assert usable["severity"] == "info" and usable["name"] == "ep-pack-usable"
+    assert usable["files"] == [NV_PLUGIN]
+    assert usable["message"] == (
+        "EP pack nv-tensorrt-rtx can run here: Stand-in GPU sm_86 (sm_86), driver 581.15"
+    )
+    [unusable] = findings(document, "BA812")
+    assert unusable["severity"] == "warning" and unusable["name"] == "ep-pack-unusable"
+    assert unusable["files"] == [data.WEBGPU_PACK[2]]
+    assert unusable["message"] == (
+        f"EP pack webgpu has no device here: no display adapter for Direct3D 12: {NO_DXGI}; "
+        f"it needs {data.WEBGPU_PACK[6]}"
+    )
+    [missing] = findings(document, "BA813")
+    assert missing["severity"] == "info" and missing["name"] == "ep-pack-not-installed"
+    assert missing["files"] == [data.OPENVINO_PACK[2]]
+    assert missing["message"] == "EP pack openvino is not installed (ep/openvino is absent)"
+    # the machine block names the driver the pack probe found, with no driver record
+    assert document["machine"]["driver"]["driver_version"] == "581.15"
+    text = run(wine, folder / "bundle-doctor.exe", gpus="sm_86")
+    assert "info BA811 ep-pack-usable: EP pack nv-tensorrt-rtx can run here" in text.stdout
+    assert "NVIDIA driver 581.15" in text.stdout

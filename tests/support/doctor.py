@@ -7,7 +7,8 @@ the `doctor_exe` fixture (tests/support/mingw.py).
 
 bundle-doctor.dat: the product's renderer (bundler/render/doctor_dat.py) on a built bundle's
 lock, with the changes a test needs (other GPU code, fewer load records, another ORT release),
-and `seal` for hand-made files (the bad-input cases)."""
+and `seal` for hand-made files (the bad-input cases). `with_packs` adds `pack` records (the
+execution-provider packs, issue 31) to a rendered file and seals it again."""
 
 from __future__ import annotations
 
@@ -25,10 +26,43 @@ from tests.support.wine import Wine
 
 DRIVER_551 = "31.0.15.5161"  # driver 551.61
 DRIVER_516 = "31.0.15.1694"  # driver 516.94, below CUDA 12's 527.41
+DRIVER_581 = "32.0.15.8115"  # driver 581.15, new enough for CUDA 13 (580.88)
 PROVIDER = "onnxruntime_providers_cuda.dll"
 # docs/field-notes.md#gpu-code: ORT 1.22.0's provider (all 158 blobs)
 PROVIDER_1_22_0 = {PROVIDER: (("sm_52", "sm_61", "sm_75", "sm_86", "sm_89"), ("sm_90",))}
 # The catalogue rows the product writes: code, severity, name, title.
+# The three packs of manifests/eps/ as pack records: name, folder, plugin, probe, minimum
+# compute capability, minimum driver, needs (the folder, plugin and needs as in the manifests).
+NV_PACK = (
+    "nv-tensorrt-rtx",
+    "ep/nv_tensorrt_rtx",
+    "ep/nv_tensorrt_rtx/onnxruntime_providers_nv_tensorrt_rtx.dll",
+    "nvidia-cuda",
+    "8.0",
+    "580.88",
+    "an NVIDIA GPU of compute capability >= 8.0 (Ampere or newer) and a driver for CUDA 13 "
+    "(>= 580.88)",
+)
+OPENVINO_PACK = (
+    "openvino",
+    "ep/openvino",
+    "ep/openvino/onnxruntime_providers_openvino_plugin.dll",
+    "intel",
+    "-",
+    "-",
+    "an Intel CPU; for GPU an Intel GPU with its OpenCL driver (OpenCL.dll); for NPU an Intel "
+    "NPU with its driver (ze_loader.dll)",
+)
+WEBGPU_PACK = (
+    "webgpu",
+    "ep/webgpu",
+    "ep/webgpu/onnxruntime_providers_webgpu.dll",
+    "d3d12",
+    "-",
+    "-",
+    "a GPU with a Direct3D 12 driver (D3D12 adapter)",
+)
+PACKS = (NV_PACK, OPENVINO_PACK, WEBGPU_PACK)
 CHECKS = tuple(
     (code, CATALOGUE[code].severity.value, CATALOGUE[code].name, CATALOGUE[code].title)
     for code in DOCTOR_CHECKS
@@ -103,3 +137,11 @@ def seal(lines: list[tuple[str, ...]]) -> bytes:
     """Records joined with TAB and LF, then the `end` line with the digest of all before it."""
     body = "".join("\t".join(fields) + "\n" for fields in lines).encode()
     return body + b"end\t" + hashlib.sha256(body).hexdigest().encode() + b"\n"
+
+
+def with_packs(text: str, packs: tuple[tuple[str, ...], ...] = PACKS) -> bytes:
+    """A data file (`doctor_data`'s output) with a `pack` record per pack after its records
+    (pack records come last), sealed again."""
+    body = text[: text.rindex("end\t")]
+    lines = [tuple(line.split("\t")) for line in body.splitlines()]
+    return seal([*lines, *(("pack", *pack) for pack in packs)])
