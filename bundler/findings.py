@@ -225,6 +225,13 @@ _CHECKS = (
         "the pack",
     ),
     Check(
+        "BA406",
+        "runtime-pack-mismatch",
+        Severity.ERROR,
+        "The installed runtime pack is not the lock's (bundle-pack.txt names another pack)",
+        "install the app's setup again: it replaces the pack with the one its lock names",
+    ),
+    Check(
         "BA501",
         "loader-missing-unreported",
         Severity.ERROR,

@@ -96,6 +96,42 @@ class LockedPack:
         return self.plugin.rsplit("/", 1)[0]
 
 
+# The kinds of file the runtime pack holds: what the profile's artifacts provide (ORT, CUDA,
+# cuDNN, the VC++ runtime DLLs, EP packs) and their licences; the app, the doctor and its data,
+# the lock and a redistributable that runs from {tmp} stay with the app (docs/runtime-pack.md).
+RUNTIME_KINDS = frozenset({"bundled", "license", "ep"})
+# In an installed app folder, the content hash of the runtime pack it holds (one line).
+PACK_MARKER = "bundle-pack.txt"
+
+
+@dataclass(frozen=True)
+class RuntimePack:
+    """The runtime part of a bundle, apart from the app: identified by the content hash of its
+    files, so every build with the same runtime has the same pack."""
+
+    sha256: str  # of the sorted "name<TAB>sha256<LF>" lines of its files: its identity
+    files: tuple[str, ...]  # relative to the bundle folder, posix, sorted
+    size: int  # bytes of those files
+
+    @property
+    def short(self) -> str:
+        """The first 16 hex digits: the pack's name in files and URLs."""
+        return self.sha256[:16]
+
+
+def runtime_pack(files: tuple[LockedFile, ...]) -> RuntimePack | None:
+    """The runtime pack of a lock's files; None when the bundle has no runtime files."""
+    chosen = sorted((item for item in files if item.kind in RUNTIME_KINDS), key=lambda f: f.name)
+    if not chosen:
+        return None
+    lines = "".join(f"{item.name}\t{item.sha256}\n" for item in chosen)
+    return RuntimePack(
+        hashlib.sha256(lines.encode("utf-8")).hexdigest(),
+        tuple(item.name for item in chosen),
+        sum(item.size for item in chosen),
+    )
+
+
 @dataclass(frozen=True)
 class PayloadFile:
     """One file of a bundle, relative to the bundle folder (posix)."""
@@ -128,6 +164,7 @@ class Lock:
     models: tuple[LockedModel, ...] = ()  # --model: what the pruning was decided for
     pruned: tuple[PrunedFile, ...] = ()  # left out for those models, each with its reason
     packs: tuple[LockedPack, ...] = ()  # execution-provider packs (--ep); () in older locks
+    pack: RuntimePack | None = None  # the runtime pack (None: no runtime files, or an older lock)
     tool_version: str = __version__
     schema_version: int = SCHEMA_VERSION
 

@@ -22,6 +22,7 @@ from bundler.lock import (
     LockedModel,
     LockedPack,
     PrunedFile,
+    RuntimePack,
     content_digest,
     is_inside,
 )
@@ -99,12 +100,19 @@ def _lock(path: Path, data: dict[str, Any]) -> Lock:
             models=tuple(_model(item) for item in data.get("models", ())),
             pruned=tuple(PrunedFile(**item) for item in data.get("pruned", ())),
             packs=tuple(LockedPack(**item) for item in data.get("packs", ())),
+            pack=_runtime_pack(data.get("pack")),
             tool_version=data.get("tool_version", "?"),
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise PlanFormatError(
             f"{path}: not a valid bundle lock file ({exc}); {_REWRITE}."
         ) from None
+
+
+def _runtime_pack(data: dict[str, Any] | None) -> RuntimePack | None:
+    if data is None:
+        return None
+    return RuntimePack(str(data["sha256"]), tuple(data["files"]), int(data["size"]))
 
 
 _LIST_KEYS = ("imports", "delay_imports", "sass", "ptx")

@@ -19,6 +19,7 @@ from bundler.audit.restore import absent_locked
 from bundler.digest import file_sha256
 from bundler.findings import Finding, finding
 from bundler.gpu import target_findings
+from bundler.lock import PACK_MARKER
 from bundler.pe import format_version
 from bundler.plan import Status
 from bundler.profile_names import version_key
@@ -242,6 +243,19 @@ def pack_left_out(audited: Audited) -> Iterator[Finding]:
         yield finding("BA405", (pack.plugin,), message)
 
 
+def pack_mismatch(audited: Audited) -> Iterator[Finding]:
+    """bundle-pack.txt (written by the runtime pack's setup) names another pack than the lock."""
+    pack = audited.lock.pack if audited.lock else None
+    found = audited.installed_pack
+    if pack is None or found is None or found == pack.sha256:
+        return
+    message = (
+        f"{PACK_MARKER} says the folder holds runtime pack {found[:16]}, the lock's is "
+        f"{pack.short}: the app and its runtime come from different releases"
+    )
+    yield finding("BA406", (PACK_MARKER,), message)
+
+
 def file_added(audited: Audited) -> Iterator[Finding]:
     if not audited.lock:
         return
@@ -292,6 +306,7 @@ CHECKS: dict[str, CheckFunction] = {
     "BA403": file_added,
     "BA404": time_changed,
     "BA405": pack_left_out,
+    "BA406": pack_mismatch,
     "BA701": gpu_unserved,
     "BA702": gpu_jit_only,
 }

@@ -47,7 +47,7 @@ from bundler.audit.restore import restore_list
 from bundler.audit.suppressions import Suppression, ordered, suppress
 from bundler.errors import ArchiveError, InputFileError
 from bundler.findings import Finding
-from bundler.lock import INSTALLED_LIST, LOCK_NAME, Lock
+from bundler.lock import INSTALLED_LIST, LOCK_NAME, PACK_MARKER, Lock
 from bundler.lockfile import read_lock
 from bundler.plan import Plan, Status
 from bundler.profiles import (
@@ -84,6 +84,17 @@ def installed_names(folder: Path) -> frozenset[str] | None:
     return frozenset(line for line in lines if line)
 
 
+def installed_pack(folder: Path) -> str | None:
+    """The pack hash in the folder's bundle-pack.txt (its first line); None without one."""
+    try:
+        lines = (folder / PACK_MARKER).read_text(encoding="utf-8-sig").split()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError):
+        return ""  # unreadable: matches no pack (BA406)
+    return lines[0].lower() if lines else ""
+
+
 def audit(
     path: Path,
     profile_name: str | None = None,
@@ -102,7 +113,9 @@ def audit(
     files = scan_folder(folder)
     plan = resolve_folder(files, profile, policy, lock)
     hashed = lock is not None and (verify or lock_path is not None)
-    audited = Audited(files, profile, policy, plan, lock, hashed, installed_names(folder))
+    audited = Audited(
+        files, profile, policy, plan, lock, hashed, installed_names(folder), installed_pack(folder)
+    )
     kept, suppressed = suppress(run_checks(audited), ignore)
     return AuditReport(
         folder,

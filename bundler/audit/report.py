@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from functools import cached_property
@@ -15,7 +16,7 @@ from bundler.errors import ExitCode, InputFileError
 from bundler.fatbin import GpuCode, read_gpu_code
 from bundler.findings import Finding, Severity
 from bundler.gpu import coverage, judged
-from bundler.lock import Lock, LockedFile, LockedPack
+from bundler.lock import INSTALLED_LIST, Lock, LockedFile, LockedPack
 from bundler.pe import PEInfo, is_pe_candidate, read_pe
 from bundler.plan import Edge, Plan, Status
 from bundler.profiles import (
@@ -51,10 +52,23 @@ def is_pe_name(name: str) -> bool:
     return is_pe_candidate(name) or name.lower().endswith(".exe")
 
 
+# What Inno Setup itself puts into an app folder it installed (its uninstaller, a 32-bit exe,
+# and its data): not the bundle's, so not audited where a setup's bundle-installed.txt is.
+_SETUP_OWN = re.compile(r"unins\d{3}\.(exe|dat|msg)")
+
+
 def scan_folder(folder: Path) -> FolderFiles:
     """Top level only, as the loader sees an app folder. A file that should be a PE image and
-    is not readable is kept with its error: it is reported, never skipped."""
-    names = tuple(sorted(entry.name for entry in os.scandir(folder) if entry.is_file()))
+    is not readable is kept with its error: it is reported, never skipped. In a folder a setup
+    installed, the setup's own uninstaller is not the bundle's and is left out."""
+    installed = (folder / INSTALLED_LIST).is_file()
+    names = tuple(
+        sorted(
+            entry.name
+            for entry in os.scandir(folder)
+            if entry.is_file() and not (installed and _SETUP_OWN.fullmatch(entry.name.lower()))
+        )
+    )
     pe: dict[str, PEInfo] = {}
     unreadable: dict[str, str] = {}
     for name in filter(is_pe_name, names):
@@ -79,6 +93,7 @@ class Audited:
     # The names (posix, lower case) of the folder's bundle-installed.txt, which a setup writes:
     # None in a folder no setup installed (a build's output)
     installed: frozenset[str] | None = None
+    installed_pack: str | None = None  # the pack hash in bundle-pack.txt; None without one
 
     @cached_property
     def packs_left_out(self) -> tuple[LockedPack, ...]:

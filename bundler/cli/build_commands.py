@@ -158,7 +158,8 @@ def render_iss(
     chosen = chosen.checked()
     target = out or (settings.iss if isinstance(settings.iss, Path) else None)
     script = target or lock_path.parent / ISS_NAME
-    result = write_iss(Templates(cache_root(None)), bundle, lock_path.parent, script, chosen)
+    packs = cache_root(None) / "packs"  # compiled runtime packs, as bundle build keeps them
+    result = write_iss(Templates(cache_root(None)), bundle, lock_path.parent, script, chosen, packs)
     typer.echo(build_views.iss_json(result) if as_json else build_views.iss_report(result))
 
 

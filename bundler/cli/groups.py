@@ -106,6 +106,17 @@ class Installer:
         "--require-gpu/--allow-cpu",
         "A silent install fails without a good enough NVIDIA driver.",
     )
+    runtime_pack: bool | None = _flag(
+        None,
+        "--runtime-pack/--no-runtime-pack",
+        "The runtime as a setup of its own, compiled once per runtime (docs/runtime-pack.md).",
+    )
+    pack_url: str | None = _flag(
+        None,
+        "--pack-url",
+        "Also write setup-web.iss, which downloads the runtime pack from this https:// folder.",
+        metavar="URL",
+    )
     require_ep: list[str] | None = _flag(
         None,
         "--require-ep",
@@ -127,6 +138,8 @@ class Installer:
             or base.compression,
             shortcut=bool(pick("shortcut", self.shortcut, base.shortcut)),
             require_gpu=pick("require_gpu", self.require_gpu, base.require_gpu),
+            runtime_pack=bool(pick("runtime_pack", self.runtime_pack, base.runtime_pack)),
+            pack_url=pick("pack_url", self.pack_url, base.pack_url),
             require_eps=tuple(
                 pick("require_eps", tuple(self.require_ep or ()) or None, base.require_eps or None)
                 or ()

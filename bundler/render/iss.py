@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -29,6 +29,7 @@ from bundler.lock import (
 )
 from bundler.render.engine import Templates, relative_folder, write_text
 from bundler.render.escaping import ISPP_INLINE_END, ISPP_INLINE_START
+from bundler.render.pack_iss import WEB_SCRIPT, pack_values, write_pack_script
 from bundler.render.render_settings import (
     DEFAULT_COMPRESSION,
     DEFAULT_DICTIONARY_KB,
@@ -59,6 +60,8 @@ class IssResult:
     disk_spanning: bool
     files: int
     sign_command: Path | None = None  # signtool.txt: the command for ISCC's /Sbundlesign=
+    pack_script: Path | None = None  # bundle-pack.iss, with the runtime pack apart
+    web_script: Path | None = None  # setup-web.iss, with a pack URL
 
 
 def app_id_for(app_name: str) -> str:
@@ -68,9 +71,16 @@ def app_id_for(app_name: str) -> str:
 
 
 def write_iss(
-    templates: Templates, lock: Lock, bundle_dir: Path, script: Path, settings: IssSettings
+    templates: Templates,
+    lock: Lock,
+    bundle_dir: Path,
+    script: Path,
+    settings: IssSettings,
+    pack_cache: Path | None = None,
 ) -> IssResult:
-    """Render the script for the bundle in `bundle_dir` and write it to `script` atomically."""
+    """Render the script for the bundle in `bundle_dir` and write it to `script` atomically;
+    with the runtime pack apart, bundle-pack.iss beside it (its compiled setup kept under
+    `pack_cache`) and, with a pack URL, setup-web.iss."""
     if not lock.app:
         raise ConfigError(
             f"{bundle_dir / LOCK_NAME}: the lock file does not name the app (written by an "
@@ -78,18 +88,36 @@ def write_iss(
         )
     settings.checked(lock.vc_runtime)
     prefix = relative_folder(bundle_dir, script.parent)
-    values = iss_values(lock, settings, _payload_bytes(lock, bundle_dir), prefix)
+    cache = pack_cache or script.parent / "packs"
+    pack = pack_values(templates, lock, settings, cache, web=False)
+    values = iss_values(lock, settings, _payload_bytes(lock, bundle_dir, pack), prefix, pack)
     write_text(script, templates.render(TEMPLATE, **values), bom=True, newline="\r\n")
     signing = write_sign_command(templates, settings.sign, script.parent) if settings.sign else None
-    return IssResult(
+    result = IssResult(
         script, values["app_version"], values["disk_spanning"], len(values["files"]), signing
     )
+    if pack is None:
+        return result
+    pack_script = write_pack_script(templates, lock, bundle_dir, script.parent, settings)
+    web = pack_values(templates, lock, settings, cache, web=True) if settings.pack_url else None
+    web_script = script.parent / WEB_SCRIPT if web else None
+    if web and web_script:
+        web_values = iss_values(lock, settings, 0, prefix, web)
+        web_values["output_base"] += "-web"
+        write_text(web_script, templates.render(TEMPLATE, **web_values), bom=True, newline="\r\n")
+    return replace(result, pack_script=pack_script, web_script=web_script)
 
 
 def iss_values(
-    lock: Lock, settings: IssSettings, payload_bytes: int, source_prefix: str = "."
+    lock: Lock,
+    settings: IssSettings,
+    payload_bytes: int,
+    source_prefix: str = ".",
+    pack: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Everything the template needs, computed here (pure), escaped by the template's filters."""
+    """Everything the template needs, computed here (pure), escaped by the template's filters.
+    With `pack` (bundler.render.pack_iss), the pack's files are not the script's own."""
+    apart: set[str] = pack["files"] if pack else set()
     assert lock.app is not None
     exe = PurePosixPath(lock.app)
     name = settings.app_name or lock.app_product_name or exe.stem
@@ -120,8 +148,12 @@ def iss_values(
         "payload_bytes": payload_bytes,
         "output_base": _file_stem(f"{name}-{version}-setup" if version else f"{name}-setup"),
         "files": [
-            {**_file_entry(entry, source_prefix), "component": _component_of(entry.name, lock)}
+            {
+                **_file_entry(entry, source_prefix),
+                "component": None if pack else _component_of(entry.name, lock),
+            }
             for entry in lock.payload()
+            if entry.name not in apart
         ],
         "vc_redist": redist,
         **_vc_values(lock.vc_runtime_min),
@@ -130,11 +162,13 @@ def iss_values(
         "install_scope": settings.install_scope,
         "installed_list": INSTALLED_LIST,
         "installed_names": [
-            {"name": entry.name, "component": _component_of(entry.name, lock)}
+            {"name": entry.name, "component": None if pack else _component_of(entry.name, lock)}
             for entry in lock.payload()
             if entry.kind != "installer"
         ],
-        "packs": _pack_values(lock, settings),
+        # with the runtime pack apart, EP packs are in it: no components of their own
+        "packs": [] if pack else _pack_values(lock, settings),
+        "pack": pack,
         "doctor_exe": DOCTOR_EXE,
         "doctor_data": DOCTOR_DATA,
         "pruned": [item.name for item in lock.pruned],
@@ -220,11 +254,15 @@ def _gpu_values(lock: Lock, settings: IssSettings) -> dict[str, Any] | None:
     }
 
 
-def _payload_bytes(lock: Lock, bundle_dir: Path) -> int:
-    """Sizes from the lock; the app and the lock file itself from disk (the lock has none)."""
+def _payload_bytes(lock: Lock, bundle_dir: Path, pack: dict[str, Any] | None = None) -> int:
+    """Sizes from the lock; the app and the lock file itself from disk (the lock has none).
+    With the pack apart, the app's part alone (the compiled pack is smaller than the limit)."""
     sizes = {item.name: item.size for item in lock.files}
+    apart: set[str] = pack["files"] if pack else set()
     total = 0
     for entry in lock.payload():
+        if entry.name in apart:
+            continue
         size = sizes.get(entry.name)
         if size is None:
             path = bundle_dir / entry.name

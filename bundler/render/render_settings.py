@@ -39,6 +39,10 @@ class IssSettings:
     shortcut: bool = False  # a Start-menu shortcut to the app
     require_gpu: bool | None = None  # default: the profile's gpu_driver.require
     require_eps: tuple[str, ...] = ()  # packs the setup must be able to use (--require-ep)
+    # The runtime pack apart from the app (docs/runtime-pack.md): its own setup, compiled once
+    # per pack; `pack_url` (a folder URL) adds setup-web.iss, which downloads it from there
+    runtime_pack: bool = False
+    pack_url: str | None = None
     install_scope: str = "machine"  # "machine" (admin), "user" (no admin) or "ask"
     sign: SignSettings | None = None  # bundle.toml [sign]: sign the setup and its uninstaller
 
@@ -61,6 +65,8 @@ class IssSettings:
             )
         if self.sign is not None:
             self.sign.checked()
+        if self.pack_url is not None:
+            checked_pack_url(self.pack_url)
         for text in (self.app_name, self.app_version, self.publisher, self.app_id):
             if text is not None:
                 inno_directive(text)  # refuses what no Inno line can hold, before any work
@@ -70,6 +76,22 @@ class IssSettings:
                 "(1.2, 1.2.3, 1.2.3.4, optionally followed by text such as 1.2.3-rc1)."
             )
         return self
+
+
+_LOOPBACK = re.compile(r"http://(127\.0\.0\.1|localhost)(:\d+)?(/|$)")
+
+
+def checked_pack_url(url: str) -> str:
+    """An https:// folder URL (plain http only on this machine's loopback, for tests): the web
+    setup downloads the pack from it and checks its SHA-256, but a pack URL in a shipped setup
+    should not invite a man in the middle to make installs fail."""
+    if url.startswith("https://") or _LOOPBACK.match(url):
+        inno_directive(url)  # one line, no control characters
+        return url
+    raise ConfigError(
+        f"pack_url '{url}' is not an https:// URL; publish the runtime pack on an https:// "
+        "server and give the folder's URL (plain http only for 127.0.0.1, for tests)."
+    )
 
 
 def version_info(version: str) -> str | None:

@@ -33,6 +33,9 @@ needs no flags.
                                        # without a good enough GPU driver (as /REQUIREGPU)
     require_eps = ["nv-tensorrt-rtx"]  # the setup stops where the doctor finds no device for
                                        # one of these packs (each one of [build] eps)
+    runtime_pack = true                # the runtime as its own setup, compiled once per
+                                       # runtime (docs/runtime-pack.md); default: false
+    pack_url = "https://example.com/packs"  # also setup-web.iss, which downloads the pack
     postbuild = false                  # no postbuild.cmd / postbuild.event.xml (default: both)
     project_dir = "app"                # the .vcxproj's folder: the post-build event names
                                        # postbuild.cmd relative to $(ProjectDir)
@@ -196,6 +199,8 @@ def _installer(table: Table, path: Path) -> IssSettings:
         shortcut=table.boolean("shortcut", False),
         require_gpu=table.boolean("require_gpu", None),
         require_eps=table.strings("require_eps", None) or (),
+        runtime_pack=table.boolean("runtime_pack", False),
+        pack_url=table.string("pack_url", None),
         install_scope=_choice(table, "install_scope", path) or "machine",
     )
 

@@ -24,7 +24,7 @@ from bundler.evidence import all_evidence
 from bundler.files import as_listed
 from bundler.fit import require_fit
 from bundler.gpu import parse_target
-from bundler.lock import LOCK_NAME, Lock, LockedModel, differences
+from bundler.lock import LOCK_NAME, Lock, LockedModel, differences, runtime_pack
 from bundler.lockfile import read_lock, write_lock
 from bundler.models import ModelOps, read_model_ops
 from bundler.options import Options
@@ -244,6 +244,7 @@ def _deploy(
     require_pins(placed, hashes)  # an EP pack's files against their manifest's SHA-256
     lock = with_gpu_code(_lock(plan, profile, mode, placed, hashes, options), placed, previous)
     lock = replace(with_pruning(lock, pruning), packs=locked_packs(packs, placed))
+    lock = replace(lock, pack=runtime_pack(lock.files))
     if options.locked:
         _check_locked(out, previous, lock)
     result = BuildResult(out, plan, lock, deployment, counters, options.dry_run)
@@ -274,7 +275,8 @@ def _write_views(
         write_sbom(out / SBOM_NAME, lock, profile, app_name)
     script = options.iss_path(out)
     if script is not None:
-        result.iss = write_iss(templates, lock, out, script, options.installer.checked())
+        packs = options.cache_dir / "packs"  # compiled runtime packs, one folder a pack
+        result.iss = write_iss(templates, lock, out, script, options.installer.checked(), packs)
     if options.postbuild is not None:
         result.postbuild = write_postbuild(templates, lock, out, out, options.postbuild)
     if options.archive is not None:

@@ -105,7 +105,7 @@ var
   Old: TArrayOfString;
   Keep: TStringList;
   I: Integer;
-  Name, Path: String;
+  Name, Path, Folder: String;
 begin
   if not LoadStringsFromFile(ExpandConstant('{app}\') + InstalledList, Old) then
     exit;
@@ -123,7 +123,10 @@ begin
           Log('upgrade: removed ' + Name + ' (installed by the previous version, not shipped by this one)')
         else
           Log('upgrade: could not remove ' + Name);
-        RemoveDir(ExtractFileDir(Path)); // only when empty
+        // its folders, each only when empty, up to the app's folder (ep\webgpu, then ep)
+        Folder := ExtractFileDir(Path);
+        while (Length(Folder) > Length(ExpandConstant('{app}'))) and RemoveDir(Folder) do
+          Folder := ExtractFileDir(Folder);
       end;
     end;
   finally

@@ -1,0 +1,130 @@
+"""Act layer: the runtime pack's scripts (docs/runtime-pack.md). With `runtime_pack`, a build's
+setup is two Inno Setup scripts: bundle-pack.iss, the pack's own setup (everything the profile's
+artifacts provide, the lock's `pack`), and setup.iss, the app's setup, which compiles the pack
+once per pack hash into the pack cache (ISPP, at compile time) and runs it while it installs.
+With a pack URL, setup-web.iss is the same app setup without the pack inside: it downloads the
+pack from that URL and checks its SHA-256 first. All three are views of one lock."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from bundler import __version__
+from bundler.errors import ConfigError
+from bundler.lock import LOCK_NAME, PACK_MARKER, Lock, RuntimePack
+from bundler.render.engine import Templates, relative_folder, write_text
+from bundler.render.render_settings import (
+    DEFAULT_COMPRESSION,
+    DEFAULT_DICTIONARY_KB,
+    IssSettings,
+)
+
+PACK_SCRIPT = "bundle-pack.iss"
+PACK_TEMPLATE = "bundle-pack.iss.j2"
+WEB_SCRIPT = "setup-web.iss"
+PACK_LOG = "bundle-pack.log"
+
+
+@dataclass(frozen=True)
+class PackScripts:
+    pack: Path  # bundle-pack.iss
+    web: Path | None  # setup-web.iss, with a pack URL
+
+
+def windows_folder(path: Path) -> str:
+    """`path` as ISCC sees it: itself on Windows; elsewhere through Wine's Z: drive, which maps
+    the Unix root (bundle on Linux, ISCC under Wine)."""
+    if os.name == "nt":
+        return str(path)
+    return "Z:" + os.path.abspath(path).replace("/", "\\")
+
+
+def pack_values(
+    templates: Templates, lock: Lock, settings: IssSettings, pack_cache: Path, web: bool
+) -> dict[str, Any] | None:
+    """What setup.iss (or setup-web.iss) says about the pack; None without runtime_pack. The
+    compiled pack's name carries the pack's hash and a digest of its script (bundle's template
+    and the compression): a new bundle or other settings compile a new pack, never reuse one
+    compiled from another script."""
+    if not settings.runtime_pack and settings.pack_url is None:
+        return None
+    pack = _pack_of(lock)
+    script = _pack_script(templates, pack, ".", settings)
+    name = f"{pack.short}-{hashlib.sha256(script.encode('utf-8')).hexdigest()[:8]}"
+    exe = f"bundle-pack-{name}.exe"
+    url = f"{settings.pack_url.rstrip('/')}/{exe}" if web and settings.pack_url else None
+    return {
+        "sha256": pack.sha256,
+        "short": pack.short,
+        "size": pack.size,
+        "files": set(pack.files),
+        "names": list(pack.files),
+        "folders": _folders(pack.files),
+        "exe": exe,
+        "script": PACK_SCRIPT,
+        "cache": windows_folder(pack_cache / name),
+        "marker": PACK_MARKER,
+        "log": PACK_LOG,
+        "web": web,
+        "url": url,
+    }
+
+
+def write_pack_script(
+    templates: Templates, lock: Lock, bundle_dir: Path, folder: Path, settings: IssSettings
+) -> Path:
+    """bundle-pack.iss beside the app's script: the pack's files, relative to that folder."""
+    script = folder / PACK_SCRIPT
+    text = _pack_script(templates, _pack_of(lock), relative_folder(bundle_dir, folder), settings)
+    write_text(script, text, bom=True, newline="\r\n")
+    return script
+
+
+def _pack_script(
+    templates: Templates, pack: RuntimePack, prefix: str, settings: IssSettings
+) -> str:
+    return templates.render(
+        PACK_TEMPLATE,
+        tool_version=__version__,
+        lock_name=LOCK_NAME,
+        sha256=pack.sha256,
+        short=pack.short,
+        files=[_pack_file(name, prefix) for name in pack.files],
+        marker=PACK_MARKER,
+        compression=settings.compression,
+        lzma=settings.compression.startswith("lzma"),
+        dictionary_kb=DEFAULT_DICTIONARY_KB
+        if settings.compression == DEFAULT_COMPRESSION
+        else None,
+    )
+
+
+def _pack_of(lock: Lock) -> RuntimePack:
+    if lock.pack is None:
+        raise ConfigError(
+            "the runtime pack needs a lock with a pack (bundle build writes it since bundle "
+            "0.1.0's issue 32) and runtime files; run bundle build again, then render."
+        )
+    return lock.pack
+
+
+def _pack_file(name: str, prefix: str) -> dict[str, str]:
+    path = PurePosixPath(name)
+    source = str(PurePosixPath(Path(prefix).as_posix()) / path) if prefix != "." else name
+    sub = "" if str(path.parent) == "." else "/" + str(path.parent)
+    return {"source": source, "dest_sub": sub}
+
+
+def _folders(names: tuple[str, ...]) -> list[str]:
+    """Every folder the pack's files are in, deepest first (the uninstaller removes them when
+    empty, children before parents)."""
+    found: set[str] = set()
+    for name in names:
+        for parent in PurePosixPath(name).parents:
+            if str(parent) != ".":
+                found.add(str(parent))
+    return sorted(found, key=lambda folder: (-folder.count("/"), folder))

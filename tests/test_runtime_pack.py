@@ -1,0 +1,215 @@
+"""The runtime pack apart from the app (issue 32), as a release pipeline and its users meet it:
+`bundle build --runtime-pack --pack-url URL` writes bundle-pack.iss, setup.iss (full) and
+setup-web.iss; the real ISCC 6.4.1 (under Wine) compiles the pack once into the pack cache and
+each app setup from it; silent installs under Wine upgrade one folder from release to release.
+
+The releases: v1 is examples/hello with ORT 1.31.1 (CPU) and the WebGPU pack, installed with its
+full setup; v2 is the same runtime with a changed hello.exe, installed with its web setup (the
+folder holds its pack: nothing is downloaded); v3 is another runtime (ORT 1.19.2, no pack),
+installed with its web setup from the local HTTP server: downloaded, checked, and the WebGPU
+files of the old pack removed. The pack URL is served by tests.support.httpserver on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from bundler.lock import PACK_MARKER, RuntimePack
+from bundler.lockfile import read_lock
+from tests.conftest import HELLO, pip_env, require, test_cache_dir
+from tests.support.httpserver import HttpServer
+from tests.support.inno import InnoSetup
+from tests.support.scratch import scratch
+
+pytestmark = pytest.mark.realdata
+
+FOLDER = r"C:\runtime pack (test)"
+V1_PROFILE = "ort-1.31.1-cpu"
+V3_PROFILE = "ort-1.19.2-cpu"
+PACK_FILES = "/packs/"
+
+
+def bundle(*args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI with pip pointed at the pinned wheels."""
+    return subprocess.run(
+        [sys.executable, "-m", "bundler", *args],
+        capture_output=True, encoding="utf-8", env={**os.environ, **pip_env()}, check=False,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Release:
+    """One built release: its bundle folder, its lock's pack, and its compiled setups."""
+
+    dist: Path
+    pack: RuntimePack
+    full: Path
+    web: Path
+
+    def pack_exe(self, cache: Path) -> Path:
+        (folder,) = (cache / "packs").glob(f"{self.pack.short}-*")
+        return folder / f"bundle-pack-{folder.name}.exe"
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    work: Path
+    cache: Path
+    server: HttpServer
+    served: Path  # what the pack URL serves: the release engineer's published packs
+    v1: Release
+    v2: Release
+    v3: Release
+
+
+def _exe(folder: Path, extra: bytes) -> Path:
+    """examples/hello's exe with `extra` bytes appended (a new build of the app)."""
+    folder.mkdir(parents=True)
+    exe = folder / "hello.exe"
+    exe.write_bytes(HELLO.read_bytes() + extra)
+    return exe
+
+
+def _release(
+    inno: InnoSetup, work: Path, cache: Path, name: str, exe: Path, url: str, *args: str
+) -> Release:
+    dist = work / name / "dist"
+    done = bundle(
+        "build", str(exe), *args, "--out", str(dist), "--cache-dir", str(cache), "--link",
+        "--runtime-pack", "--pack-url", url, "--iss-compression", "zip/1",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lock = read_lock(dist / "bundle.lock.json")
+    assert lock is not None and lock.pack is not None
+    full = inno.compile(dist / "setup.iss", work / name / "full").check().setup_exe
+    web = inno.compile(dist / "setup-web.iss", work / name / "web").check().setup_exe
+    return Release(dist, lock.pack, full, web)
+
+
+@pytest.fixture(scope="module")
+def pipeline(inno: InnoSetup, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
+    wheel = test_cache_dir() / "wheels" / "onnxruntime_ep_webgpu-0.4.0-py3-none-win_amd64.whl"
+    require(
+        wheel.is_file(), f"{wheel.name} is not in the test cache: run tools/fetch_test_wheels.py"
+    )
+    with scratch(tmp_path_factory, "runtime-pack") as work, HttpServer() as server:
+        cache, served = work / "cache", work / "served"
+        served.mkdir()
+        server.serve_directory(PACK_FILES, served)
+        url = server.url(PACK_FILES.rstrip("/"))
+        v1_args = ("--profile", V1_PROFILE, "--ep", "webgpu")
+        v1 = _release(inno, work, cache, "v1", _exe(work / "app1", b""), url, *v1_args)
+        v2 = _release(inno, work, cache, "v2", _exe(work / "app2", b"v2" * 8), url, *v1_args)
+        v3_exe = _exe(work / "app3", b"v3" * 8)
+        v3 = _release(inno, work, cache, "v3", v3_exe, url, "--profile", V3_PROFILE)
+        for release in (v1, v3):  # the pipeline publishes each new pack at the pack URL
+            shutil.copy2(release.pack_exe(cache), served)
+        yield Pipeline(work, cache, server, served, v1, v2, v3)
+
+
+def install(inno: InnoSetup, setup: Path, log: Path) -> tuple[int, str]:
+    result = inno.install(setup, FOLDER, log=log)
+    return result.returncode, result.log
+
+
+def audit(folder: Path) -> tuple[int, list[dict[str, object]]]:
+    done = bundle("audit", str(folder), "--json")
+    return done.returncode, json.loads(done.stdout)["findings"]
+
+
+def test_the_same_runtime_has_the_same_pack_compiled_once(pipeline: Pipeline) -> None:
+    v1, v2, v3 = pipeline.v1, pipeline.v2, pipeline.v3
+    assert v1.pack == v2.pack  # the app changed, the runtime did not
+    assert v3.pack.sha256 != v1.pack.sha256
+    assert sorted((pipeline.cache / "packs").iterdir()) == sorted(
+        {r.pack_exe(pipeline.cache).parent for r in (v1, v3)}
+    )
+    # the pack's own setup is in neither app setup's [Files] as loose DLLs: only the app is
+    script = (v2.dist / "setup.iss").read_text(encoding="utf-8-sig")
+    assert 'Source: "onnxruntime.dll"' not in script and 'Source: "hello.exe"' in script
+    assert v2.web.stat().st_size < v2.pack_exe(pipeline.cache).stat().st_size
+
+
+def test_v1_full_v2_web_keeps_the_pack_v3_web_replaces_it(
+    inno: InnoSetup, pipeline: Pipeline, tmp_path: Path
+) -> None:
+    app = inno.unix_path(FOLDER)
+    shutil.rmtree(app, ignore_errors=True)
+    # v1, the full setup: no network at all (the server has not been asked anything)
+    code, log = install(inno, pipeline.v1.full, tmp_path / "v1.log")
+    assert code == 0, log
+    assert (app / PACK_MARKER).read_text().strip() == pipeline.v1.pack.sha256
+    assert (app / "ep" / "webgpu" / "onnxruntime_providers_webgpu.dll").is_file()
+    assert pipeline.server.requests == []
+    # v2, the web setup: the folder holds this pack, so nothing is downloaded
+    code, log = install(inno, pipeline.v2.web, tmp_path / "v2.log")
+    assert code == 0, log
+    assert f"runtime pack {pipeline.v2.pack.sha256}: already installed, kept" in log
+    assert pipeline.server.requests == []
+    assert (app / "hello.exe").read_bytes() == (pipeline.work / "app2" / "hello.exe").read_bytes()
+    code, findings = audit(app)
+    assert code == 0, findings
+    run = inno.run(app / "hello.exe")
+    assert run.stdout.strip() == "ORT version: 1.31.1", run.errors
+    # v3, another runtime: its pack is downloaded, checked and installed; the old one's surplus
+    code, log = install(inno, pipeline.v3.web, tmp_path / "v3.log")
+    assert code == 0, log
+    exe = pipeline.v3.pack_exe(pipeline.cache).name
+    assert [r.path for r in pipeline.server.requests] == [PACK_FILES + exe]
+    assert (app / PACK_MARKER).read_text().strip() == pipeline.v3.pack.sha256
+    assert not (app / "ep").exists() and not (app / "licenses" / "webgpu").exists(), log
+    code, findings = audit(app)
+    assert code == 0, findings
+    run = inno.run(app / "hello.exe")
+    assert run.stdout.strip() == "ORT version: 1.19.2", run.errors
+
+
+def test_a_tampered_pack_is_refused_before_anything_is_written(
+    inno: InnoSetup, pipeline: Pipeline, tmp_path: Path
+) -> None:
+    app = inno.unix_path(FOLDER)
+    shutil.rmtree(app, ignore_errors=True)
+    install(inno, pipeline.v1.full, tmp_path / "v1.log")
+    before = {p.relative_to(app): p.stat().st_mtime_ns for p in app.rglob("*") if p.is_file()}
+    exe = pipeline.v3.pack_exe(pipeline.cache).name
+    tampered = bytearray((pipeline.served / exe).read_bytes())
+    tampered[len(tampered) // 2] ^= 0x01
+    pipeline.server.serve_bytes(PACK_FILES + exe, bytes(tampered))
+    code, log = install(inno, pipeline.v3.web, tmp_path / "v3.log")
+    after = {p.relative_to(app): p.stat().st_mtime_ns for p in app.rglob("*") if p.is_file()}
+    assert code == 7, log  # Inno Setup: the preparing-to-install stage stopped the setup
+    assert "could not be downloaded from http://127.0.0.1" in log, log
+    assert "is not the one this setup was built for (Invalid file hash" in log, log
+    assert after == before
+
+
+def test_an_unreachable_pack_url_names_the_url_and_the_fix(
+    inno: InnoSetup, pipeline: Pipeline, tmp_path: Path
+) -> None:
+    closed = "http://127.0.0.1:9/packs"  # the discard port: nothing listens there
+    script = tmp_path / "web" / "setup.iss"
+    lock = pipeline.v3.dist / "bundle.lock.json"
+    env_cache = {"BUNDLE_CACHE_DIR": str(pipeline.cache)}
+    done = subprocess.run(
+        [sys.executable, "-m", "bundler", "render", "iss", "--lock", str(lock), "--out",
+         str(script), "--runtime-pack", "--pack-url", closed],
+        capture_output=True, encoding="utf-8", env={**os.environ, **env_cache}, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    setup = inno.compile(script.parent / "setup-web.iss", tmp_path / "out").check().setup_exe
+    app = inno.unix_path(FOLDER)
+    shutil.rmtree(app, ignore_errors=True)
+    code, log = install(inno, setup, tmp_path / "setup.log")
+    assert code == 7, log
+    assert f"could not be downloaded from {closed}/bundle-pack-" in log
+    assert "Check the connection" in log and "full setup" in log
+    assert not (app / "hello.exe").exists()
