@@ -163,7 +163,7 @@ def _check_pack_folder(out: Path, name: str, lock: dict[str, object]) -> None:
 
 
 @pytest.mark.realdata
-@pytest.mark.parametrize("name", ["webgpu", "openvino"])
+@pytest.mark.parametrize("name", ["webgpu", "openvino", "nv-tensorrt-rtx"])
 def test_cpu_bundle_with_one_pack(name: str, tmp_path: Path, ep_cache: Path) -> None:
     _wheels(name)
     out = tmp_path / "out"
