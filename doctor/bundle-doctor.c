@@ -111,7 +111,7 @@ static void text_runtime_pack(const Doctor *doctor, StrBuf *out)
         return;
     sb_printf(out, "Runtime pack %.16s: ", doctor->data->runtime_pack);
     if (!installed)
-        sb_printf(out, "not installed by a setup (no %s)\n", PACK_MARKER);
+        sb_printf(out, "not installed as a pack (no %s)\n", PACK_MARKER);
     else if (runtime_pack_matches(doctor))
         sb_add(out, "installed, matches the lock\n");
     else if (*installed)

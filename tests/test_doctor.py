@@ -936,7 +936,7 @@ def test_a_folder_without_bundle_pack_txt_has_no_finding(wine: Wine, pack_app: P
     text = run(wine, exe)
     assert text.returncode == 0
     assert header(text)[1] == (
-        f"Runtime pack {PACK_SHA[:16]}: not installed by a setup (no bundle-pack.txt)"
+        f"Runtime pack {PACK_SHA[:16]}: not installed as a pack (no bundle-pack.txt)"
     )
 
 
