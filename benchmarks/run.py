@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO))
 # benchmarks/compression.py imports from here: one module, whether run as a script or not.
 sys.modules.setdefault("benchmarks.run", sys.modules[__name__])
 
-from benchmarks import compression, windows  # noqa: E402
+from benchmarks import compression, runtime_pack, windows  # noqa: E402
 from bundler.errors import BundleError  # noqa: E402
 from bundler.files import FICLONE  # noqa: E402
 from bundler.profiles import PipSource, UrlSource, load_profile  # noqa: E402
@@ -551,6 +551,7 @@ STEPS: dict[str, Callable[[Data, int], list[Row]]] = {
     "P8": lambda data, n: p8_locks(data, n),
     "P9": lambda data, n: compression.p9_iscc(data, n),
     "P10": lambda data, n: compression.p10_archive(data, n),
+    "P12": lambda data, n: runtime_pack.p12_second_release(data, n),
 }
 
 

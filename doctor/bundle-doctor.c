@@ -15,8 +15,9 @@ static const char USAGE[] =
 static const char HELP[] =
     "Checks this bundle on this machine: every file present (--verify: and its SHA-256),\n"
     "the NVIDIA driver and GPUs against the GPU code the DLLs carry, DLLs of other versions\n"
-    "in System32/KnownDLLs/PATH, the Visual C++ runtime, that each DLL really loads, and\n"
-    "whether each execution-provider pack has a device to run on.\n"
+    "in System32/KnownDLLs/PATH, the Visual C++ runtime, that each DLL really loads, that\n"
+    "the runtime pack a setup installed is the app's, and whether each execution-provider\n"
+    "pack has a device to run on.\n"
     "\n"
     "  --json       one JSON object on stdout instead of text\n"
     "  --verify     also compare every file's SHA-256 (reads the whole bundle)\n"
@@ -101,6 +102,24 @@ static void order_findings(Doctor *doctor)
 
 /* --- the report ---------------------------------------------------------------------------- */
 
+/* A line of the header, a fact about the folder; none without a runtime_pack record (an older
+ * data file) or where the folder was not looked at (--gpu-only). */
+static void text_runtime_pack(const Doctor *doctor, StrBuf *out)
+{
+    const char *installed = doctor->installed_pack;
+    if (!doctor->pack_asked)
+        return;
+    sb_printf(out, "Runtime pack %.16s: ", doctor->data->runtime_pack);
+    if (!installed)
+        sb_printf(out, "not installed as a pack (no %s)\n", PACK_MARKER);
+    else if (runtime_pack_matches(doctor))
+        sb_add(out, "installed, matches the lock\n");
+    else if (*installed)
+        sb_printf(out, "the folder holds %.16s (%s), not the lock's\n", installed, PACK_MARKER);
+    else
+        sb_printf(out, "%s names no pack, not the lock's\n", PACK_MARKER);
+}
+
 static void text_report(const Doctor *doctor, int exit_code, StrBuf *out)
 {
     const Data *data = doctor->data;
@@ -108,6 +127,7 @@ static void text_report(const Doctor *doctor, int exit_code, StrBuf *out)
     char *folder = narrow(data->folder);
     sb_printf(out, "bundle-doctor %s: %s (profile %s, built by bundle %s)\n", DOCTOR_VERSION,
               folder, data->profile, data->tool);
+    text_runtime_pack(doctor, out);
     sb_printf(out, "Windows %s\n", m->windows);
     if (m->have_driver)
         sb_printf(out, "NVIDIA driver %s (%s %s), CUDA %s\n",
@@ -187,6 +207,24 @@ static void json_machine(const Doctor *doctor, StrBuf *out)
     sb_add(out, "]}");
 }
 
+/* Next to the folder, whose fact it is: null as for `text_runtime_pack`'s nothing. */
+static void json_runtime_pack(const Doctor *doctor, StrBuf *out)
+{
+    sb_add(out, "\"runtime_pack\": ");
+    if (!doctor->pack_asked) {
+        sb_add(out, "null");
+        return;
+    }
+    sb_add(out, "{\"lock\": ");
+    sb_json(out, doctor->data->runtime_pack);
+    sb_add(out, ", \"installed\": ");
+    if (doctor->installed_pack)
+        sb_json(out, doctor->installed_pack);
+    else
+        sb_add(out, "null");
+    sb_printf(out, ", \"matches\": %s}", runtime_pack_matches(doctor) ? "true" : "false");
+}
+
 static void json_report(const Doctor *doctor, int exit_code, StrBuf *out)
 {
     const Data *data = doctor->data;
@@ -197,6 +235,8 @@ static void json_report(const Doctor *doctor, int exit_code, StrBuf *out)
     sb_json(out, data->profile);
     sb_add(out, ", \"folder\": ");
     sb_json(out, folder);
+    sb_add(out, ", ");
+    json_runtime_pack(doctor, out);
     sb_add(out, ", ");
     json_machine(doctor, out);
     sb_add(out, ", \"findings\": [");
@@ -328,6 +368,7 @@ int wmain(int argc, wchar_t **argv)
         check_driver_and_gpus(&doctor);
     } else {
         check_files(&doctor);
+        check_runtime_pack(&doctor);
         check_driver_and_gpus(&doctor);
         check_shadowing(&doctor);
         check_pruned(&doctor);

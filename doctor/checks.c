@@ -142,6 +142,67 @@ void check_files(Doctor *doctor)
     }
 }
 
+/* --- 1b. the runtime pack ------------------------------------------------------------------ */
+
+/* The first word of bundle-pack.txt (a UTF-8 BOM and blanks before it skipped), lowercase:
+ * what `bundle audit` reads. A byte that is not printable ASCII becomes '?', so a damaged file
+ * still gives a report in UTF-8 and valid JSON. NULL when there is no file; "" when it is empty
+ * or cannot be read: it then names no pack, which matches none (BA406, as in the audit). */
+static char *read_pack_marker(const Data *data)
+{
+    wchar_t *path = bundle_path(data, PACK_MARKER);
+    HANDLE file = CreateFileW(path, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_DELETE, NULL,
+                              OPEN_EXISTING, 0, NULL);
+    free(path);
+    if (file == INVALID_HANDLE_VALUE) {
+        DWORD error = GetLastError();
+        return error == ERROR_FILE_NOT_FOUND || error == ERROR_PATH_NOT_FOUND ? NULL : xstrdup("");
+    }
+    char text[256]; /* a pack's hash is 64 digits: a longer word names no pack either way */
+    DWORD got = 0;
+    if (!ReadFile(file, text, sizeof text - 1, &got, NULL))
+        got = 0;
+    CloseHandle(file);
+    text[got] = '\0';
+    const char *p = got >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0 ? text + 3 : text;
+    p += strspn(p, " \t\r\n");
+    size_t n = strcspn(p, " \t\r\n");
+    char *word = xrealloc(NULL, n + 1);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        word[i] = c >= 'A' && c <= 'Z' ? (char)(c + 'a' - 'A') : c > ' ' && c < 127 ? (char)c : '?';
+    }
+    word[n] = '\0';
+    return word;
+}
+
+int runtime_pack_matches(const Doctor *doctor)
+{
+    const char *installed = doctor->installed_pack;
+    return installed && strcmp(installed, doctor->data->runtime_pack) == 0;
+}
+
+void check_runtime_pack(Doctor *doctor)
+{
+    const Data *data = doctor->data;
+    if (!data->runtime_pack) /* an older data file: no pack to compare with */
+        return;
+    doctor->pack_asked = 1;
+    doctor->installed_pack = read_pack_marker(data);
+    /* no marker: a folder `bundle build` wrote, or a setup without a runtime pack */
+    if (!doctor->installed_pack || runtime_pack_matches(doctor))
+        return;
+    const char *installed = doctor->installed_pack;
+    char *message =
+        *installed ? xprintf("%s says the folder holds runtime pack %.16s, the app's lock names "
+                             "%.16s: the app and its runtime come from different releases",
+                             PACK_MARKER, installed, data->runtime_pack)
+                   : xprintf("%s names no runtime pack (it is empty or cannot be read), the "
+                             "app's lock names %.16s: install the app's setup again",
+                             PACK_MARKER, data->runtime_pack);
+    finding_file(add_finding(doctor, "BA406", message), PACK_MARKER);
+}
+
 /* --- 2./3. driver and GPUs ----------------------------------------------------------------- */
 
 typedef int(WINAPI *CuInt)(int *);

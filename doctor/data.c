@@ -210,7 +210,7 @@ static int is_name_list(const char *text)
 
 enum Kind {
     TOOL = 1, PROFILE, ORT, VC_RUNTIME, VC_DLL, API_SET, DRIVER, CHECK, FILE_, VERSION, LOAD,
-    PRUNED, IMPORTS, GPU, PACK
+    PRUNED, IMPORTS, GPU, PACK, RUNTIME_PACK
 };
 
 static const struct {
@@ -223,7 +223,7 @@ static const struct {
     [API_SET] = {"api_set", 2, 0},   [DRIVER] = {"driver", 4, 1}, [CHECK] = {"check", 5, 0},
     [FILE_] = {"file", 5, 0},        [VERSION] = {"version", 3, 0}, [LOAD] = {"load", 2, 0},
     [PRUNED] = {"pruned", 2, 0},     [IMPORTS] = {"imports", 3, 0}, [GPU] = {"gpu", 4, 0},
-    [PACK] = {"pack", 8, 0},
+    [PACK] = {"pack", 8, 0},         [RUNTIME_PACK] = {"runtime_pack", 2, 1},
 };
 #define N_KINDS ((int)(sizeof KINDS / sizeof KINDS[0]))
 
@@ -353,6 +353,11 @@ static char *take_record(Data *data, int kind, char **f)
         return NULL;
     case PACK:
         return take_pack(data, f);
+    case RUNTIME_PACK: /* the hash bundle-pack.txt must name (bundler/lock.py's RuntimePack) */
+        if (!is_hex64(f[1]))
+            return xstrdup("the runtime pack's SHA-256 is not 64 lowercase hex digits");
+        data->runtime_pack = xstrdup(f[1]);
+        return NULL;
     }
     return xstrdup("internal error: unhandled record kind");
 }

@@ -23,6 +23,10 @@
 #define EXIT_FINDINGS 17 /* the same as `bundle audit` with an error finding */
 #define EXIT_DATA 22
 
+/* What the runtime pack's setup writes into the app folder: the pack's SHA-256, one line
+ * (bundler/lock.py's PACK_MARKER). A folder `bundle build` wrote has none. */
+#define PACK_MARKER "bundle-pack.txt"
+
 /* --- small growable things ------------------------------------------------------------- */
 
 typedef struct {
@@ -104,6 +108,7 @@ typedef struct {
     size_t n_gpus;
     PackRec *packs; /* execution-provider packs (bundle build --ep); none in older files */
     size_t n_packs;
+    char *runtime_pack; /* the lock's runtime pack, 64 lowercase hex; NULL in older files */
 } Data;
 
 /* Reads and validates `file`. On any problem returns 0 and sets *problem to one sentence
@@ -155,6 +160,8 @@ typedef struct {
     int verify;
     Finding **findings;
     size_t n_findings;
+    int pack_asked;       /* check_runtime_pack read the folder (a runtime_pack record) */
+    char *installed_pack; /* bundle-pack.txt's pack, lowercase; NULL without the file */
 } Doctor;
 
 Finding *add_finding(Doctor *doctor, const char *code, char *message);
@@ -173,6 +180,10 @@ void check_shadowing(Doctor *doctor);
 void check_pruned(Doctor *doctor);
 void check_vc_runtime(Doctor *doctor);
 void check_loads(Doctor *doctor);
+/* BA406 when bundle-pack.txt names another runtime pack than the data file's */
+void check_runtime_pack(Doctor *doctor);
+/* Whether bundle-pack.txt names the lock's pack (meaningful after check_runtime_pack). */
+int runtime_pack_matches(const Doctor *doctor);
 
 /* packs.c: the execution-provider packs (pack records) */
 /* Whether `pack` can run on this machine (1) or not (0); *reason (malloc'ed) says why. */

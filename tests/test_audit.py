@@ -299,8 +299,10 @@ def test_json_document_follows_the_schema(tmp_path: Path) -> None:
         "hashes_verified",
         "restore",
         "gpu",
+        "packs",
         "plan",
     }
+    assert data["packs"] == []  # no lock, no EP packs
     provider = found(data)["BA103"][0]
     assert set(provider) == {
         "code",

@@ -25,12 +25,23 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bundler.lock import DOCTOR_DATA, Lock, PrunedFile
+from bundler.findings import CATALOGUE
+from bundler.lock import (
+    DOCTOR_DATA,
+    LOCK_NAME,
+    PACK_MARKER,
+    Lock,
+    LockedPack,
+    PrunedFile,
+    RuntimePack,
+)
+from bundler.lockfile import read_lock
 from bundler.render.doctor_dat import doctor_data
 from bundler.resources import doctor_exe as shipped_doctor_exe
 from tests.conftest import HELLO, REPO, pip_env, require
@@ -60,6 +71,9 @@ ALL_CUDNN = tuple(
         "heuristic",
     )
 )
+# Two runtime packs (issue 32): the lock's, and another release's.
+PACK_SHA = hashlib.sha256(b"the runtime of release 1").hexdigest()
+OTHER_SHA = hashlib.sha256(b"the runtime of release 2").hexdigest()
 
 
 # --- fixtures -------------------------------------------------------------------------------
@@ -171,6 +185,11 @@ def test_a_supported_gpu_with_a_new_driver_finds_nothing(
         {"name": "Stand-in GPU sm_86", "capability": "8.6", "sm": "sm_86", "memory_mb": 12288}
     ]
     assert document["summary"] == {"error": 0, "warning": 0, "info": 0}
+    # the build's own folder: the lock's runtime pack, no bundle-pack.txt (no setup ran)
+    lock = read_lock(shipped / LOCK_NAME)
+    assert lock is not None and lock.pack is not None
+    no_setup = {"lock": lock.pack.sha256, "installed": None, "matches": False}
+    assert document["runtime_pack"] == no_setup
     text = run(wine, shipped / "bundle-doctor.exe", gpus="sm_86")
     assert text.returncode == 0
     assert "NVIDIA driver 551.61" in text.stdout and "sm_86" in text.stdout
@@ -518,6 +537,18 @@ BAD_DATA: dict[str, Callable[[bytes], bytes]] = {
         b"file\t",
         "\t".join(("pack", *data.WEBGPU_PACK)).encode() + b"\nfile\t",
     ),
+    "a runtime pack in upper case": lambda good: data.with_runtime_pack(good, PACK_SHA.upper()),
+    "a runtime pack of 16 digits": lambda good: data.with_runtime_pack(good, PACK_SHA[:16]),
+    "an empty runtime pack": lambda good: data.with_runtime_pack(good, ""),
+    "a runtime pack record a field long": lambda good: data.with_runtime_pack(
+        good, f"{PACK_SHA}\t{OTHER_SHA}"
+    ),
+    "a runtime pack listed twice": lambda good: data.with_runtime_pack(
+        data.with_runtime_pack(good, PACK_SHA), OTHER_SHA
+    ),
+    "a runtime pack before a pack record": lambda good: data.with_packs(
+        data.with_runtime_pack(good, PACK_SHA).decode(), (data.WEBGPU_PACK,)
+    ),
 }
 
 
@@ -577,6 +608,12 @@ def test_bad_data_files_exit_22_with_one_line(wine: Wine, doctor_exe: Path, tmp_
         assert "the probe 'vulkan' of the pack webgpu is not nvidia-cuda" in refused.stderr
     dat.write_bytes(with_pack(good_data()))  # a valid pack record
     assert run(wine, exe, "--packs").returncode == 0
+    dat.write_bytes(data.with_runtime_pack(good_data(), PACK_SHA.upper()))
+    refused = run(wine, exe)
+    assert refused.returncode == DATA_ERROR
+    assert "the runtime pack's SHA-256 is not 64 lowercase hex digits" in refused.stderr
+    dat.write_bytes(data.with_runtime_pack(good_data(), PACK_SHA))  # valid; no bundle-pack.txt
+    assert run(wine, exe).returncode == 0
 
 
 def test_the_data_file_format_is_what_the_helper_writes() -> None:
@@ -805,3 +842,114 @@ def test_the_report_judges_each_installed_pack(
     text = run(wine, folder / "bundle-doctor.exe", gpus="sm_86")
     assert "info BA811 ep-pack-usable: EP pack nv-tensorrt-rtx can run here" in text.stdout
     assert "NVIDIA driver 581.15" in text.stdout
+
+
+# --- the runtime pack (bundle build --runtime-pack, issue 32) ---------------------------------
+
+PACK_LOCK = replace(CPU_LOCK, pack=RuntimePack(PACK_SHA, ("onnxruntime.dll",), 1))
+
+
+@pytest.fixture
+def pack_app(doctor_exe: Path, tmp_path: Path) -> Path:
+    """A folder with the doctor and the data file of a lock with a runtime pack, and no
+    bundle-pack.txt (as `bundle build` leaves it): a test writes the one a setup would."""
+    folder = tmp_path / "app"
+    folder.mkdir()
+    shutil.copyfile(doctor_exe, folder / "bundle-doctor.exe")
+    (folder / DOCTOR_DATA).write_text(doctor_data(PACK_LOCK), encoding="utf-8")
+    return folder
+
+
+def header(result: subprocess.CompletedProcess[str]) -> list[str]:
+    """The text report's lines before its first empty line."""
+    return result.stdout.split("\n\n", 1)[0].split("\n")
+
+
+def test_the_data_file_names_the_runtime_pack_once_after_the_packs() -> None:
+    webgpu = LockedPack(
+        "webgpu", "onnxruntime-webgpu", "1.31.1", "WebGpuExecutionProvider", "webgpu",
+        data.WEBGPU_PACK[2], "1.31.1", 1, probe="d3d12", needs="a D3D12 GPU",
+    )  # fmt: skip
+    text = doctor_data(replace(PACK_LOCK, packs=(webgpu,)))
+    records = [line.split("\t") for line in text.splitlines()]
+    kinds = [fields[0] for fields in records]
+    assert [fields for fields in records if fields[0] == "runtime_pack"] == [
+        ["runtime_pack", PACK_SHA]
+    ]
+    assert kinds[-3:] == ["pack", "runtime_pack", "end"]  # the last record
+    row = CATALOGUE["BA406"]
+    assert ["check", "BA406", "error", row.name, row.title] in records
+    assert "\nruntime_pack\t" not in doctor_data(CPU_LOCK)  # a lock without a runtime pack
+
+
+def test_the_installed_runtime_pack_is_the_lock_s(wine: Wine, pack_app: Path) -> None:
+    exe = pack_app / "bundle-doctor.exe"
+    (pack_app / PACK_MARKER).write_bytes(PACK_SHA.upper().encode() + b"\r\n")  # any case
+    document, code = report(wine, exe)
+    assert code == 0 and document["findings"] == []
+    assert document["runtime_pack"] == {"lock": PACK_SHA, "installed": PACK_SHA, "matches": True}
+    keys = list(document)
+    assert keys[keys.index("folder") + 1] == "runtime_pack"  # a fact of the folder
+    text = run(wine, exe)
+    assert text.returncode == 0
+    assert header(text)[1] == f"Runtime pack {PACK_SHA[:16]}: installed, matches the lock"
+
+
+def test_another_release_s_runtime_pack_is_ba406(wine: Wine, pack_app: Path) -> None:
+    exe = pack_app / "bundle-doctor.exe"
+    (pack_app / PACK_MARKER).write_bytes(OTHER_SHA.encode() + b"\r\n")
+    document, code = report(wine, exe)
+    assert code == 17 and codes(document) == ["BA406"]
+    [item] = document["findings"]
+    assert item["severity"] == "error" and item["name"] == "runtime-pack-mismatch"
+    assert item["files"] == [PACK_MARKER]
+    assert item["message"] == (
+        f"bundle-pack.txt says the folder holds runtime pack {OTHER_SHA[:16]}, the app's lock "
+        f"names {PACK_SHA[:16]}: the app and its runtime come from different releases"
+    )
+    assert document["runtime_pack"] == {"lock": PACK_SHA, "installed": OTHER_SHA, "matches": False}
+    text = run(wine, exe)
+    assert text.returncode == 17
+    assert header(text)[1] == (
+        f"Runtime pack {PACK_SHA[:16]}: the folder holds {OTHER_SHA[:16]} (bundle-pack.txt), "
+        "not the lock's"
+    )
+    assert f"error BA406 runtime-pack-mismatch: {item['message']}" in text.stdout
+    # --gpu-only (the installer, before it copies) looks at no file of the folder
+    gpu_only, code = report(wine, exe, "--gpu-only")
+    assert code == 0 and gpu_only["findings"] == [] and gpu_only["runtime_pack"] is None
+    assert "Runtime pack" not in run(wine, exe, "--gpu-only").stdout
+    # an empty bundle-pack.txt names no pack: it matches none
+    (pack_app / PACK_MARKER).write_bytes(b"\r\n")
+    document, code = report(wine, exe)
+    assert code == 17 and codes(document) == ["BA406"]
+    assert document["findings"][0]["message"].startswith("bundle-pack.txt names no runtime pack")
+    assert document["runtime_pack"] == {"lock": PACK_SHA, "installed": "", "matches": False}
+
+
+def test_a_folder_without_bundle_pack_txt_has_no_finding(wine: Wine, pack_app: Path) -> None:
+    """The folder `bundle build` wrote: no setup ran, so no runtime pack was installed."""
+    exe = pack_app / "bundle-doctor.exe"
+    document, code = report(wine, exe)
+    assert code == 0 and document["findings"] == []
+    assert document["runtime_pack"] == {"lock": PACK_SHA, "installed": None, "matches": False}
+    text = run(wine, exe)
+    assert text.returncode == 0
+    assert header(text)[1] == (
+        f"Runtime pack {PACK_SHA[:16]}: not installed as a pack (no bundle-pack.txt)"
+    )
+
+
+def test_a_data_file_without_the_runtime_pack_says_nothing_of_it(
+    wine: Wine, pack_app: Path
+) -> None:
+    """An older bundle's data file: bundle-pack.txt is compared with nothing."""
+    exe = pack_app / "bundle-doctor.exe"
+    (pack_app / DOCTOR_DATA).write_text(doctor_data(CPU_LOCK), encoding="utf-8")
+    (pack_app / PACK_MARKER).write_bytes(OTHER_SHA.encode() + b"\r\n")
+    document, code = report(wine, exe)
+    assert code == 0 and document["findings"] == []
+    assert document["runtime_pack"] is None
+    text = run(wine, exe)
+    assert text.returncode == 0
+    assert "Runtime pack" not in text.stdout and PACK_MARKER not in text.stdout

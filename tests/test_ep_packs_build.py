@@ -163,7 +163,7 @@ def _check_pack_folder(out: Path, name: str, lock: dict[str, object]) -> None:
 
 
 @pytest.mark.realdata
-@pytest.mark.parametrize("name", ["webgpu", "openvino"])
+@pytest.mark.parametrize("name", ["webgpu", "openvino", "nv-tensorrt-rtx"])
 def test_cpu_bundle_with_one_pack(name: str, tmp_path: Path, ep_cache: Path) -> None:
     _wheels(name)
     out = tmp_path / "out"
@@ -211,6 +211,15 @@ def test_gpu_bundle_with_all_three_packs_then_audit_names_a_lost_dll(
     assert [item["name"] for item in report["restore"]] == [
         "ep/nv_tensorrt_rtx/tensorrt_rtx_1_7.dll"
     ]
+    # each pack's size here against the lock's: the TensorRT RTX pack lacks one file
+    packs = {pack["name"]: pack for pack in report["packs"]}
+    trt = packs["nv-tensorrt-rtx"]
+    assert trt["files"] == trt["locked_files"] - 1
+    locked = {item["name"]: item["size"] for item in lock["files"]}  # type: ignore[index]
+    assert trt["size"] == trt["locked_size"] - locked["ep/nv_tensorrt_rtx/tensorrt_rtx_1_7.dll"]
+    assert all(p["size"] == p["locked_size"] for name, p in packs.items() if name != trt["name"])
+    text = run_bundle("audit", str(out)).stdout
+    assert "  nv-tensorrt-rtx (ep/nv_tensorrt_rtx/): " in text
 
 
 @pytest.mark.realdata

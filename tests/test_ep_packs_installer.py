@@ -176,8 +176,10 @@ def required_setup(inno: InnoSetup, built: Path) -> Path:
     """The same bundle's script rendered with --require-ep nv-tensorrt-rtx."""
     script = built / "required" / "setup.iss"
     lock = built / "dist" / "bundle.lock.json"
-    done = bundle("render", "iss", "--lock", str(lock), "--out", str(script), "--require-ep",
-                  "nv-tensorrt-rtx")  # fmt: skip
+    done = bundle(
+        "render", "iss", "--lock", str(lock), "--out", str(script), "--require-ep",
+        "nv-tensorrt-rtx", "--iss-compression", "none",
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return inno.compile(script, built / "required-output").check().setup_exe
 

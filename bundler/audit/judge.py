@@ -41,6 +41,7 @@ from bundler.audit.report import (
     FolderFiles,
     gpu_summary,
     is_pe_name,
+    pack_summary,
     scan_folder,
 )
 from bundler.audit.restore import restore_list
@@ -128,6 +129,7 @@ def audit(
         verified=hashed,
         restore=restore_list(audited),
         gpu=gpu_summary(audited),
+        packs=pack_summary(audited),
     )
 
 

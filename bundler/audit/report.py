@@ -193,6 +193,7 @@ class AuditReport:
     verified: bool = False  # every locked file was hashed (--verify, or PATH was the lock)
     restore: tuple[Restore, ...] = ()  # the exact files to put back, with where they come from
     gpu: dict[str, Any] | None = None  # the compute capabilities its CUDA code serves (gpu_summary)
+    packs: tuple[dict[str, Any], ...] = ()  # each EP pack of the lock as found (pack_summary)
     tool_version: str = __version__
 
     def count(self, severity: Severity) -> int:
@@ -225,6 +226,7 @@ class AuditReport:
             "signatures_checked": self.signatures,
             "restore": [asdict(item) for item in self.restore],
             "gpu": self.gpu,
+            "packs": list(self.packs),
             "plan": plan_summary(self.plan),
         }
 
@@ -258,6 +260,30 @@ def gpu_summary(audited: Audited) -> dict[str, Any] | None:
             name: {"sass": list(item.sass), "ptx": list(item.ptx)} for name, item in code.items()
         },
     }
+
+
+def pack_summary(audited: Audited) -> tuple[dict[str, Any], ...]:
+    """Each EP pack of the lock: its folder, the bytes and files of it the folder holds against
+    the lock's, and whether a setup left it out (BA405)."""
+    if audited.lock is None:
+        return ()
+    left_out = {pack.name for pack in audited.packs_left_out}
+    found = []
+    for pack in audited.lock.packs:
+        locked = [item for item in audited.lock.files if item.name.startswith(pack.folder + "/")]
+        present = [item for item in locked if (audited.folder.path / item.name).is_file()]
+        found.append(
+            {
+                "name": pack.name,
+                "folder": pack.folder,
+                "size": sum((audited.folder.path / item.name).stat().st_size for item in present),
+                "locked_size": sum(item.size for item in locked),
+                "files": len(present),
+                "locked_files": len(locked),
+                "left_out": pack.name in left_out,
+            }
+        )
+    return tuple(found)
 
 
 def plan_summary(plan: Plan) -> dict[str, Any]:

@@ -35,6 +35,7 @@ def audit_table(report: AuditReport) -> str:
     if report.load_proof is not None:
         lines += ["", *report.load_proof.summary_lines()]
     lines += _gpu_lines(report.gpu)
+    lines += _pack_lines(report.packs)
     counts = ", ".join(_count(report.count(severity), severity) for severity in SEVERITY_ORDER)
     lines += ["", f"{len(report.findings)} finding(s): {counts}"]
     lines += _restore_lines(report)
@@ -59,6 +60,21 @@ def _restore_lines(report: AuditReport) -> list[str]:
         known = f"; need inferred from {item.known_from}" if item.known_from else ""
         note = f" ({item.note})" if item.note else ""
         lines.append(f"  {item.name}{note}  [{where}{known}]")
+    return lines
+
+
+def _pack_lines(packs: tuple[dict[str, Any], ...]) -> list[str]:
+    """Each EP pack's folder and size here, against the lock's."""
+    if not packs:
+        return []
+    lines = ["", f"EP PACKS ({len(packs)})"]
+    for pack in packs:
+        state = (
+            "left out by the setup"
+            if pack["left_out"]
+            else f"{human_size(pack['size'])}, {pack['files']} of {pack['locked_files']} files"
+        )
+        lines.append(f"  {pack['name']} ({pack['folder']}/): {state}")
     return lines
 
 

@@ -21,8 +21,9 @@ from bundler.vcruntime import VC_RUNTIME_DLLS
 
 FORMAT = "bundle-doctor-data"
 FORMAT_VERSION = 1
-# What the doctor reports: the lock's file checks, the GPU findings and its own codes.
-DOCTOR_CHECKS = ("BA401", "BA402", "BA701", "BA702", *DOCTOR_CODES)
+# What the doctor reports: the lock's file checks, the installed runtime pack, the GPU findings
+# and its own codes.
+DOCTOR_CHECKS = ("BA401", "BA402", "BA406", "BA701", "BA702", *DOCTOR_CODES)
 
 
 def doctor_data(lock: Lock) -> str:
@@ -89,6 +90,8 @@ def _records(lock: Lock) -> Iterator[tuple[str, ...]]:
     for pack in lock.packs:  # the doctor judges each on the target (--packs, BA811-BA813)
         cc, floor = pack.min_compute_capability or "-", pack.min_driver or "-"
         yield "pack", pack.name, pack.folder, pack.plugin, pack.probe, cc, floor, pack.needs
+    if lock.pack is not None:  # the doctor compares it with the folder's bundle-pack.txt (BA406)
+        yield "runtime_pack", lock.pack.sha256
 
 
 def _archs(names: tuple[str, ...] | None) -> str:

@@ -106,8 +106,8 @@ def _pack_script(
 def _pack_of(lock: Lock) -> RuntimePack:
     if lock.pack is None:
         raise ConfigError(
-            "the runtime pack needs a lock with a pack (bundle build writes it since bundle "
-            "0.1.0's issue 32) and runtime files; run bundle build again, then render."
+            "--runtime-pack: the lock records no runtime pack (it was written by an older "
+            "bundle, or the bundle has no runtime files); run bundle build again, then render."
         )
     return lock.pack
 

@@ -8,7 +8,8 @@ the `doctor_exe` fixture (tests/support/mingw.py).
 bundle-doctor.dat: the product's renderer (bundler/render/doctor_dat.py) on a built bundle's
 lock, with the changes a test needs (other GPU code, fewer load records, another ORT release),
 and `seal` for hand-made files (the bad-input cases). `with_packs` adds `pack` records (the
-execution-provider packs, issue 31) to a rendered file and seals it again."""
+execution-provider packs, issue 31) to a rendered file and seals it again, `with_runtime_pack` a
+`runtime_pack` record (the runtime pack, issue 32)."""
 
 from __future__ import annotations
 
@@ -137,6 +138,14 @@ def seal(lines: list[tuple[str, ...]]) -> bytes:
     """Records joined with TAB and LF, then the `end` line with the digest of all before it."""
     body = "".join("\t".join(fields) + "\n" for fields in lines).encode()
     return body + b"end\t" + hashlib.sha256(body).hexdigest().encode() + b"\n"
+
+
+def with_runtime_pack(text: str | bytes, sha256: str) -> bytes:
+    """A data file with a `runtime_pack` record after its records (where the product writes
+    it, after the `pack` records), sealed again; `sha256` as given, valid or not."""
+    text = text.decode() if isinstance(text, bytes) else text
+    lines = [tuple(line.split("\t")) for line in text[: text.rindex("end\t")].splitlines()]
+    return seal([*lines, ("runtime_pack", sha256)])
 
 
 def with_packs(text: str, packs: tuple[tuple[str, ...], ...] = PACKS) -> bytes:

@@ -1,0 +1,122 @@
+"""Benchmark P12: the second release of the same app with the same runtime (issue 32,
+docs/runtime-pack.md), with the real 2.6 GB GPU bundle of examples/hello and the rendered
+settings, by ISCC 6.4.1 under Wine in this run:
+
+- release 1: `bundle build --runtime-pack` and ISCC of its setup.iss, which compiles the runtime
+  pack into an empty pack cache first (the one-time cost: the yardstick);
+- release 2: the same runtime, hello.exe changed: ISCC of its setup.iss (the pack reused,
+  stored as it is), target <= 10 s, and of its setup-web.iss, target <= the app's files + 1 MB.
+
+Run through benchmarks/run.py (`--only P12`); once (`--repeat` is ignored: the first release
+compresses the whole runtime). Needs what P9 needs (the test harness's Wine prefix with ISCC).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from benchmarks.run import Data, Row, Sample
+
+URL = "https://downloads.example.com/hello/packs"  # never asked: P12 only compiles
+SECOND_LIMIT_S = 10.0
+WEB_ALLOWANCE = 1_000_000  # the web setup may be the app's files plus 1 MB
+
+
+def p12_second_release(data: Data, repeat: int) -> list[Row]:
+    from benchmarks.run import Row
+    from tests.support.inno import InnoSetup, Xvfb, iscc_path
+
+    scratch = Path(tempfile.mkdtemp(prefix="p12-", dir=data.work))
+    display = Xvfb(scratch / "xvfb.log")
+    harness = InnoSetup(scratch / "prefix", iscc_path(), display.start())
+    try:
+        harness.start()
+        packs = harness.windows_path(scratch / "packs")
+        first = _release(data, scratch, "r1", b"")
+        first_sample, _ = _compile(harness, first / "setup.iss", scratch / "o1", packs)
+        second = _release(data, scratch, "r2", b"release 2")
+        second_sample, full_size = _compile(harness, second / "setup.iss", scratch / "o2", packs)
+        web_sample, web_size = _compile(harness, second / "setup-web.iss", scratch / "o3", packs)
+        empty = _empty_setup(harness, scratch)
+    finally:
+        harness.stop()
+        display.stop()
+    app = _app_bytes(second)
+    shutil.rmtree(scratch, ignore_errors=True)
+    once = Row("P12 1", "first release: ISCC setup.iss, compiling the pack", "information")
+    once.command, once.unit = [first_sample], "s"
+    again = Row("P12 2", "second release: ISCC setup.iss, the pack reused", "<= 10 s")
+    again.command, again.unit, again.limit = [second_sample], "s", SECOND_LIMIT_S
+    again.note = (
+        f"{first_sample.wall / second_sample.wall:.0f}x faster than the first release; "
+        f"setup {full_size / 1e9:.3f} GB"
+    )
+    web = Row("P12 web", "second release: ISCC setup-web.iss", "<= app + 1 MB")
+    web.command, web.unit = [web_sample], "s"
+    verdict = "met" if web_size <= app + WEB_ALLOWANCE else "MISSED"
+    web.note = (
+        f"setup-web.exe {web_size / 1e6:.2f} MB; the app's files {app / 1e6:.2f} MB, so the "
+        f"target is {(app + WEB_ALLOWANCE) / 1e6:.2f} MB: {verdict}; an empty Inno Setup 6.4.1 "
+        f"setup is {empty / 1e6:.2f} MB, so the web setup is that plus "
+        f"{(web_size - empty) / 1e6:.2f} MB"
+    )
+    return [once, again, web]
+
+
+def _release(data: Data, scratch: Path, name: str, extra: bytes) -> Path:
+    """`bundle build --link --runtime-pack` of examples/hello (its exe with `extra` appended)
+    into scratch/name, from the benchmark's GPU cache."""
+    from benchmarks.run import EXE, _gpu, bundle, run
+
+    app = scratch / f"{name}-app"
+    app.mkdir()
+    (app / EXE.name).write_bytes(EXE.read_bytes() + extra)
+    out = scratch / name
+    build = bundle("build", str(app / EXE.name), *_gpu(data.cache), "--link", "--out", str(out))
+    run([*build, "--runtime-pack", "--pack-url", URL])
+    return out
+
+
+def _compile(harness: object, script: Path, output: Path, packs: str) -> tuple[Sample, int]:
+    """ISCC /Q of `script` with the pack cache `packs`; the size of what it wrote."""
+    from benchmarks.run import run
+    from tests.support.inno import InnoSetup
+
+    assert isinstance(harness, InnoSetup)
+    output.mkdir(parents=True)
+    command = ["wine", str(harness.iscc), "/Q", f"/O{harness.windows_path(output)}"]
+    command.append(f"/DBundlePackCache={packs}")
+    sample = run([*command, harness.windows_path(script)], env=harness.env(WINEDEBUG="-all"))
+    size = sum(path.stat().st_size for path in output.iterdir() if path.is_file())
+    return sample, size
+
+
+def _empty_setup(harness: object, scratch: Path) -> int:
+    """The size of a setup with one empty file: Inno Setup's own setup program."""
+    from tests.support.inno import InnoSetup
+
+    assert isinstance(harness, InnoSetup)
+    script = scratch / "empty.iss"
+    (scratch / "empty.txt").write_bytes(b"")
+    script.write_text(
+        "[Setup]\r\nAppName=Empty\r\nAppVersion=1\r\nDefaultDirName={autopf}\\Empty\r\n"
+        'WizardStyle=modern\r\n[Files]\r\nSource: "empty.txt"; DestDir: "{app}"\r\n'
+    )
+    done = harness.compile(script, scratch / "o-empty")
+    assert done.returncode == 0, done.stdout
+    return done.setup_exe.stat().st_size
+
+
+def _app_bytes(folder: Path) -> int:
+    """What the app's own setup holds: the payload without the pack's files."""
+    from bundler.lockfile import read_lock
+
+    lock = read_lock(folder / "bundle.lock.json")
+    assert lock is not None and lock.pack is not None, folder
+    apart = set(lock.pack.files)
+    names = [entry.name for entry in lock.payload() if entry.name not in apart]
+    return sum((folder / name).stat().st_size for name in names if (folder / name).is_file())

@@ -1,0 +1,102 @@
+"""The runtime pack as data and as scripts (issue 32), without Inno Setup: its identity, the
+pack URL's checks, and what --runtime-pack renders (tests/test_runtime_pack.py compiles and
+installs them under Wine)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from bundler.errors import ConfigError
+from bundler.lock import LockedFile, runtime_pack
+from bundler.render.engine import Templates
+from bundler.render.iss import write_iss
+from bundler.render.pack_iss import PACK_SCRIPT, WEB_SCRIPT
+from bundler.render.render_settings import IssSettings, checked_pack_url
+from tests.test_render_iss import locked, sample_lock
+
+TEMPLATES = Templates(None)
+
+
+def test_the_pack_is_the_runtime_files_hashed_by_name_and_content() -> None:
+    files = (
+        locked("onnxruntime.dll"),
+        locked("licenses/onnxruntime/LICENSE", "license"),
+        LockedFile("hello.exe", "app", "a" * 64, 10),
+        LockedFile("bundle-doctor.exe", "doctor", "b" * 64, 10),
+        LockedFile("vc_redist.x64.exe", "installer", "c" * 64, 10),
+    )
+    pack = runtime_pack(files)
+    assert pack is not None
+    assert pack.files == ("licenses/onnxruntime/LICENSE", "onnxruntime.dll")
+    lines = "".join(f"{f.name}\t{f.sha256}\n" for f in sorted(files[:2], key=lambda f: f.name))
+    assert pack.sha256 == hashlib.sha256(lines.encode()).hexdigest()
+    assert pack.size == sum(item.size for item in files[:2])
+    assert runtime_pack(tuple(reversed(files))) == pack  # the order of the lock does not count
+    changed = (replace(files[0], sha256="d" * 64), *files[1:])
+    assert runtime_pack(changed).sha256 != pack.sha256  # type: ignore[union-attr]
+    assert runtime_pack(files[2:]) is None  # nothing of a runtime
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://downloads.example.com/packs", "http://127.0.0.1:8000/packs", "http://localhost/p"],
+)
+def test_pack_urls_https_or_loopback(url: str) -> None:
+    assert checked_pack_url(url) == url
+
+
+@pytest.mark.parametrize("url", ["http://example.com/packs", "ftp://x/packs", "packs"])
+def test_other_pack_urls_are_refused_with_the_fix(url: str) -> None:
+    with pytest.raises(ConfigError, match="not an https:// URL; publish the runtime pack"):
+        IssSettings(pack_url=url).checked()
+
+
+def _rendered(tmp_path: Path, settings: IssSettings) -> dict[str, str]:
+    lock = sample_lock()
+    lock = replace(lock, pack=runtime_pack(lock.files))
+    write_iss(TEMPLATES, lock, tmp_path, tmp_path / "setup.iss", settings, tmp_path / "packs")
+    return {p.name: p.read_text(encoding="utf-8-sig") for p in tmp_path.glob("*.iss")}
+
+
+def test_runtime_pack_renders_the_pack_script_and_an_app_script_without_its_files(
+    tmp_path: Path,
+) -> None:
+    scripts = _rendered(tmp_path, IssSettings(runtime_pack=True))
+    assert sorted(scripts) == sorted({"setup.iss", PACK_SCRIPT})
+    setup, pack = scripts["setup.iss"], scripts[PACK_SCRIPT]
+    for name in ("onnxruntime.dll", "cudnn64_9.dll", "licenses\\onnxruntime\\LICENSE"):
+        assert f'Source: "{name}"' in pack and f'Source: "{name}"' not in setup
+        assert f'Type: files; Name: "{{app}}\\{name}"' in setup  # the app's uninstaller
+    assert 'Source: "hello.exe"' in setup and 'Source: "hello.exe"' not in pack
+    assert "Uninstallable=no" in pack
+    assert "GetSHA256OfFile" not in setup  # the full setup stores the pack: nothing to check
+    assert 'Source: "<#PackExe#>"; DestDir: "{tmp}"; Flags: dontcopy nocompression' in setup
+    assert "DownloadTemporaryFile" not in setup
+
+
+def test_a_pack_url_adds_the_web_setup_which_downloads_instead_of_storing(tmp_path: Path) -> None:
+    settings = IssSettings(runtime_pack=True, pack_url="https://downloads.example.com/packs/")
+    scripts = _rendered(tmp_path, settings)
+    web = scripts[WEB_SCRIPT]
+    assert "nocompression" not in web
+    exe = web.split("PackExeName = '", 1)[1].split("'", 1)[0]
+    assert f"PackUrl = 'https://downloads.example.com/packs/{exe}';" in web
+    assert "DownloadTemporaryFile(PackUrl, PackExeName, PackSha256, nil)" in web
+    assert "#define PackSha256 GetSHA256OfFile(PackExe)" in web
+    assert "OutputBaseFilename=hello-1.0.0.0-setup-web" in web
+
+
+def test_the_compiled_pack_name_changes_with_its_script(tmp_path: Path) -> None:
+    """A pack compiled with other settings is another file: never reused for this script."""
+    fast = _rendered(tmp_path / "a", IssSettings(runtime_pack=True, compression="zip/1"))
+    small = _rendered(tmp_path / "b", IssSettings(runtime_pack=True))
+
+    def exe(scripts: dict[str, str]) -> str:
+        return scripts["setup.iss"].split("PackExeName = '", 1)[1].split("'", 1)[0]
+
+    assert exe(fast) != exe(small)
+    assert exe(fast).split("-")[2] == exe(small).split("-")[2]  # the same pack
