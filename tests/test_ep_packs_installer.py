@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -70,17 +71,33 @@ def setup_exe(inno: InnoSetup, built: Path) -> Path:
     return inno.compile(built / "dist" / "setup.iss", built / "output").check().setup_exe
 
 
+@dataclass
+class Target:
+    """The machine a setup installs on: the stand-in driver 581.15 in System32, reporting the
+    GPUs a test gives; emptied when the test ends."""
+
+    inno: InnoSetup
+    machine: Machine
+    monkeypatch: pytest.MonkeyPatch
+    log: Path
+
+    def install(self, setup: Path, gpus: str, *args: str) -> tuple[int, str, Path]:
+        """A silent install of `setup` into FOLDER (emptied first) on a machine with `gpus`."""
+        if not self.machine.placed:
+            self.machine.driver(DRIVER_581)
+        self.monkeypatch.setenv("BUNDLE_STANDIN_GPUS", gpus)
+        app = self.inno.unix_path(FOLDER)
+        shutil.rmtree(app, ignore_errors=True)
+        result = self.inno.install(setup, FOLDER, *args, log=self.log)
+        return result.returncode, result.log, app
+
+
 @pytest.fixture
-def machine(inno: InnoSetup, standins: Path) -> Iterator[Machine]:
-    with Machine(inno, standins) as state:
-        yield state
-
-
-def install(inno: InnoSetup, setup: Path, tmp_path: Path, *args: str) -> tuple[int, str, Path]:
-    app = inno.unix_path(FOLDER)
-    shutil.rmtree(app, ignore_errors=True)
-    result = inno.install(setup, FOLDER, *args, log=tmp_path / "setup.log")
-    return result.returncode, result.log, app
+def target(
+    inno: InnoSetup, standins: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[Target]:
+    with Machine(inno, standins) as machine:
+        yield Target(inno, machine, monkeypatch, tmp_path / "setup.log")
 
 
 def test_the_script_has_a_component_per_pack(built: Path) -> None:
@@ -95,15 +112,9 @@ def test_the_script_has_a_component_per_pack(built: Path) -> None:
 
 
 def test_sm_75_leaves_the_tensorrt_rtx_pack_out_and_logs_why(
-    inno: InnoSetup,
-    setup_exe: Path,
-    machine: Machine,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    setup_exe: Path, target: Target
 ) -> None:
-    monkeypatch.setenv("BUNDLE_STANDIN_GPUS", "sm_75")
-    machine.driver(DRIVER_581)
-    code, log, app = install(inno, setup_exe, tmp_path)
+    code, log, app = target.install(setup_exe, "sm_75")
     assert code == 0, log
     assert (app / "hello.exe").is_file() and (app / "onnxruntime.dll").is_file()
     assert not (app / TRT.folder).exists(), log
@@ -119,16 +130,8 @@ def test_sm_75_leaves_the_tensorrt_rtx_pack_out_and_logs_why(
     assert not [f for f in findings if f["code"] == "BA402"], findings
 
 
-def test_sm_86_installs_the_tensorrt_rtx_pack(
-    inno: InnoSetup,
-    setup_exe: Path,
-    machine: Machine,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("BUNDLE_STANDIN_GPUS", "sm_86")
-    machine.driver(DRIVER_581)
-    code, log, app = install(inno, setup_exe, tmp_path)
+def test_sm_86_installs_the_tensorrt_rtx_pack(setup_exe: Path, target: Target) -> None:
+    code, log, app = target.install(setup_exe, "sm_86")
     assert code == 0, log
     assert "EP pack nv-tensorrt-rtx: usable here" in log, log
     folder = app / TRT.folder
@@ -138,34 +141,22 @@ def test_sm_86_installs_the_tensorrt_rtx_pack(
 
 
 def test_webgpu_is_installed_where_the_doctor_finds_direct3d_12(
-    inno: InnoSetup,
-    setup_exe: Path,
-    machine: Machine,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    setup_exe: Path, target: Target
 ) -> None:
     """Wine's DXGI adapter under Xvfb, with Direct3D 12 through vkd3d on Mesa's software Vulkan
     driver: the doctor's d3d12 probe says yes, and the setup installs the pack."""
     require(LAVAPIPE.is_file(), f"{LAVAPIPE} is missing (apt-get install mesa-vulkan-drivers)")
-    monkeypatch.setenv("VK_ICD_FILENAMES", str(LAVAPIPE))  # Wine passes it to the doctor
-    monkeypatch.setenv("BUNDLE_STANDIN_GPUS", "sm_86")
-    machine.driver(DRIVER_581)
-    code, log, app = install(inno, setup_exe, tmp_path)
+    target.monkeypatch.setenv("VK_ICD_FILENAMES", str(LAVAPIPE))  # Wine passes it on
+    code, log, app = target.install(setup_exe, "sm_86")
     assert code == 0, log
     assert "EP pack webgpu: usable here: Direct3D 12 on" in log, log
     assert (app / "ep" / "webgpu" / "onnxruntime_providers_webgpu.dll").is_file()
 
 
 def test_components_on_the_command_line_win_over_the_doctor(
-    inno: InnoSetup,
-    setup_exe: Path,
-    machine: Machine,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    setup_exe: Path, target: Target
 ) -> None:
-    monkeypatch.setenv("BUNDLE_STANDIN_GPUS", "sm_75")
-    machine.driver(DRIVER_581)
-    code, log, app = install(inno, setup_exe, tmp_path, "/COMPONENTS=ep_webgpu,ep_nv_tensorrt_rtx")
+    code, log, app = target.install(setup_exe, "sm_75", "/COMPONENTS=ep_webgpu,ep_nv_tensorrt_rtx")
     assert code == 0, log
     assert "EP packs: chosen on the command line" in log
     assert (app / TRT.folder / TRT.plugin).is_file() and (app / "ep" / "webgpu").is_dir()
@@ -185,30 +176,16 @@ def required_setup(inno: InnoSetup, built: Path) -> Path:
 
 
 def test_a_required_pack_the_machine_cannot_use_stops_the_setup(
-    inno: InnoSetup,
-    required_setup: Path,
-    machine: Machine,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    required_setup: Path, target: Target
 ) -> None:
-    monkeypatch.setenv("BUNDLE_STANDIN_GPUS", "sm_75")
-    machine.driver(DRIVER_581)
-    code, log, app = install(inno, required_setup, tmp_path)
+    code, log, app = target.install(required_setup, "sm_75")
     assert code == 1, log  # InitializeSetup returned False
     assert "EP pack nv-tensorrt-rtx is required (--require-ep): setup stops" in log
     assert not (app / "hello.exe").exists()
 
 
-def test_a_required_pack_the_machine_can_use_installs(
-    inno: InnoSetup,
-    required_setup: Path,
-    machine: Machine,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("BUNDLE_STANDIN_GPUS", "sm_86")
-    machine.driver(DRIVER_581)
-    code, log, app = install(inno, required_setup, tmp_path)
+def test_a_required_pack_the_machine_can_use_installs(required_setup: Path, target: Target) -> None:
+    code, log, app = target.install(required_setup, "sm_86")
     assert code == 0, log
     assert (app / TRT.folder / TRT.plugin).is_file()
 
