@@ -11,7 +11,7 @@ import typer
 
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
-from bundler.cli import audit_views, session
+from bundler.cli import session
 from bundler.cli.app import app
 from bundler.cli.flags import AuditProfile
 from bundler.errors import ExitCode
@@ -91,6 +91,7 @@ def audit(
     from bundler.audit.judge import audit as run_audit
     from bundler.audit.junit import write_junit
     from bundler.audit.suppressions import parse_suppression
+    from bundler.cli import audit_views
 
     if trust is not None:
         if not signatures:
@@ -166,6 +167,7 @@ def _audit_one_signature(path: Path, trust: Path) -> None:
 def _print_explanation(report: AuditReport, dll: str, as_json: bool) -> None:
     """0 when DLL's whole closure is in the folder, the audit-error code when not."""
     from bundler.audit.explain import explain
+    from bundler.cli import audit_views
 
     explanation = explain(report.plan, report.profile, dll)
     if explanation is None:

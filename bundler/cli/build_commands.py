@@ -11,7 +11,7 @@ import typer
 
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
-from bundler.cli import build_views, session
+from bundler.cli import session
 from bundler.cli.app import (
     ForceOption,
     JsonOption,
@@ -24,7 +24,6 @@ from bundler.cli.app import (
     app,
     render_app,
 )
-from bundler.cli.dry_run_views import acquire_step
 from bundler.cli.flags import (
     BuildConfig,
     BuildOrt,
@@ -100,6 +99,7 @@ def build(
 ) -> None:
     """Deploy EXE's complete DLL closure next to it (or into --out), with a lock file and an
     Inno Setup script."""
+    from bundler.cli import build_views
     from bundler.render.engine import Templates
     from bundler.ship.pipeline import BuildOptions
     from bundler.ship.pipeline import build as run_build
@@ -147,6 +147,7 @@ def render_iss(
 ) -> None:
     """Render the Inno Setup script of a built bundle from its lock file, without building."""
     from bundler.cache_root import cache_root
+    from bundler.cli import build_views
     from bundler.render.engine import Templates
     from bundler.render.iss import ISS_NAME, write_iss
 
@@ -179,6 +180,7 @@ def render_postbuild(
     """Render postbuild.cmd (copies the bundle's DLLs into a build's output folder) and
     postbuild.event.xml (the MSBuild post-build event calling it) from a lock file."""
     from bundler.cache_root import cache_root
+    from bundler.cli import build_views
     from bundler.render.engine import Templates
     from bundler.render.postbuild import write_postbuild
     from bundler.render.render_settings import PostbuildSettings
@@ -275,6 +277,8 @@ def msbuild(
 ) -> None:
     """Lay out a folder for Visual Studio: ORT's headers, import library and DLL closure, with
     ort-bundle.props and ort-bundle.targets to import in a .vcxproj."""
+    from bundler.cli import build_views
+    from bundler.cli.dry_run_views import acquire_step
     from bundler.profiles import load_profile
     from bundler.render.engine import Templates
     from bundler.ship.msbuild import MsbuildOptions, lay_out

@@ -9,7 +9,7 @@ import typer
 
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
-from bundler.cli import cache_views, session
+from bundler.cli import session
 from bundler.cli.app import (
     CacheDirOption,
     JsonOption,
@@ -19,7 +19,6 @@ from bundler.cli.app import (
     app,
     cache_app,
 )
-from bundler.cli.dry_run_views import acquire_step
 from bundler.cli.flags import DryRun
 from bundler.cli.groups import ANY_SOURCE, Sources, takes
 from bundler.cli.origins import cache_folder, pick_given, say_dry_run
@@ -46,6 +45,8 @@ def fetch(
     """Acquire and verify every artifact of a profile; print what came from where."""
     from bundler.acquire.artifacts import acquire_profile, export_archives
     from bundler.acquire.cache import Cache
+    from bundler.cli import cache_views
+    from bundler.cli.dry_run_views import acquire_step
     from bundler.profiles import load_profile
 
     options = sources.acquire(mode=source, verify=verify, search=tuple(search or ()))
@@ -72,6 +73,7 @@ def cache_list(
 ) -> None:
     """List the verified archives in the cache."""
     from bundler.acquire.cache import Cache
+    from bundler.cli import cache_views
 
     picked = Options()
     root = cache_folder(cache_dir, picked)
@@ -95,6 +97,7 @@ def cache_clean(
 ) -> None:
     """Remove partial downloads, extracted trees and kept templates (--all: the archives too)."""
     from bundler.acquire.cache import Cache
+    from bundler.cli import cache_views
 
     picked = Options()
     root = cache_folder(cache_dir, picked)

@@ -9,7 +9,7 @@ import typer
 
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
-from bundler.cli import inspect_views, session
+from bundler.cli import session
 from bundler.cli.app import (
     CacheDirOption,
     JsonOption,
@@ -17,7 +17,6 @@ from bundler.cli.app import (
     SearchOption,
     app,
 )
-from bundler.cli.dry_run_views import acquire_step
 from bundler.cli.flags import DryRun, ScanProfile
 from bundler.cli.origins import cache_folder, pick_given, say_dry_run
 from bundler.errors import ExitCode, InputFileError
@@ -52,6 +51,8 @@ def deps(
     dry_run: DryRun = False,
 ) -> None:
     """Resolve the complete DLL closure of FILES; exit 3 when anything is missing."""
+    from bundler.cli import inspect_views
+
     if dry_run:
         picked = Options()
         pick_given(ctx, picked, profile=profile, search=search, fetch_artifacts=fetch_artifacts)
@@ -74,6 +75,7 @@ def deps(
 
 def _deps_steps(files: list[Path], profile_name: str, fetch: bool, cache: Path) -> list[str]:
     """What `bundle deps` would do: with --fetch, acquire the profile's artifacts first."""
+    from bundler.cli.dry_run_views import acquire_step
     from bundler.profiles import load_profile
 
     profile = load_profile(profile_name)
@@ -110,6 +112,8 @@ def _resolve(
 
 
 def _print_why(plan: Plan, name: str) -> None:
+    from bundler.cli import inspect_views
+
     if plan.file(name) is None:
         raise typer.BadParameter(
             f"{name} is not in the closure of these files for {plan.profile}.", param_hint="--why"
@@ -132,6 +136,7 @@ def scan(
     as_json: JsonOption = False,
 ) -> None:
     """Find the DLLs a binary may load at run time (LoadLibrary), with the evidence."""
+    from bundler.cli import inspect_views
     from bundler.profiles import load_profile
     from bundler.rules.scan import Pool
     from bundler.rules.scan import scan as scan_file

@@ -10,7 +10,7 @@ import typer
 
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
-from bundler.cli import profile_views, session
+from bundler.cli import session
 from bundler.cli.app import (
     AllowHttpOption,
     CacheDirOption,
@@ -20,7 +20,6 @@ from bundler.cli.app import (
     SourceOption,
     profiles_app,
 )
-from bundler.cli.dry_run_views import acquire_step
 from bundler.cli.flags import DryRun, ProfileOut
 from bundler.cli.groups import ANY_SOURCE, Sources, takes
 from bundler.cli.origins import cache_folder, pick_given, say_dry_run
@@ -37,6 +36,7 @@ if TYPE_CHECKING:
 def profiles_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """List the shipped target profiles (release, flavour, CUDA and cuDNN, size) and the
     execution-provider packs a build can add with --ep."""
+    from bundler.cli import profile_views
     from bundler.ep_packs import available_packs, load_pack
     from bundler.profiles import available_profiles, load_profile_file
     from bundler.rules.derive.catalogue import entry
@@ -57,6 +57,7 @@ def profiles_show(
     as_json: JsonOption = False,
 ) -> None:
     """Print one profile in full."""
+    from bundler.cli import profile_views
     from bundler.profiles import load_profile
 
     profile = load_profile(name)
@@ -80,6 +81,8 @@ def profiles_check(
     from bundler.acquire.acquired import dll_search_path
     from bundler.acquire.artifacts import acquire_profile
     from bundler.acquire.cache import Cache
+    from bundler.cli import profile_views
+    from bundler.cli.dry_run_views import acquire_step
     from bundler.fit import require_resolved
     from bundler.profiles import load_profile
     from bundler.resolve import resolve
@@ -120,6 +123,7 @@ def profiles_outdated(
     """Ask the package index which ORT and CUDA/cuDNN releases the shipped profiles miss, and
     list the newest EP packs; exit 24 when the catalogue is behind."""
     from bundler.acquire.download import DownloadPolicy
+    from bundler.cli import profile_views
     from bundler.rules.derive.outdated import outdated
 
     index = _index(index_url, Options())
@@ -161,6 +165,7 @@ def profiles_new(
     """Derive a profile for an ORT release from its wheels: pins, DLLs, roots, rules."""
     from bundler.acquire.artifacts import AcquireOptions
     from bundler.acquire.cache import Cache
+    from bundler.cli import profile_views
     from bundler.rules.derive import derive_profile
     from bundler.rules.derive.flavours import load_flavour
 
