@@ -7,10 +7,13 @@ A refusal names where the pack was asked for: its flag or bundle.toml's key."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from bundler.ep_packs import EpPack, load_pack
 from bundler.errors import ConfigError, EpOrtTooOldError, MachineMismatchError
 from bundler.options import CONFIG, Options
+
+if TYPE_CHECKING:  # the packs' manifests are read only when a build asks for a pack
+    from bundler.ep_packs import EpPack
 
 # The pack wheels' platform tag and the profile architecture it serves.
 _PLATFORMS = {"win_amd64": "x64", "win_arm64": "arm64", "win32": "x86"}
@@ -21,6 +24,10 @@ def chosen_packs(
 ) -> tuple[EpPack, ...]:
     """The packs `names` asks for, in the order asked, each once; a ConfigError,
     EpOrtTooOldError or MachineMismatchError for the first that cannot ship with `profile`."""
+    if not names:
+        return ()
+    from bundler.ep_packs import load_pack
+
     packs: list[EpPack] = []
     for name in dict.fromkeys(names):
         where = _asked(picked, name)

@@ -16,9 +16,9 @@ import os
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bundler.acquire.acquired import Acquired
-from bundler.ep_packs import EpPack
 from bundler.errors import IntegrityError, MissingDependenciesError
 from bundler.lock import LockedPack
 from bundler.plan import EdgeKind, Plan
@@ -27,6 +27,9 @@ from bundler.ship.output_folder import Placement
 from bundler.ship.placements import LICENSES_DIR, Placed, Source
 from bundler.system import SystemPolicy
 from bundler.vcruntime import VC_RUNTIME_DLLS
+
+if TYPE_CHECKING:
+    from bundler.ep_packs import EpPack
 
 ORT_DLL = "onnxruntime.dll"
 EP_KIND = "ep"

@@ -18,7 +18,6 @@ from bundler.acquire.cache import Cache
 from bundler.acquire.provenance import attach_provenance
 from bundler.appevidence import problems, read_app_evidence
 from bundler.ep_choice import chosen_packs
-from bundler.ep_packs import EpPack
 from bundler.errors import ConfigError, LockMismatchError
 from bundler.evidence import all_evidence
 from bundler.files import as_listed
@@ -67,6 +66,7 @@ from bundler.system import load_system_policy
 from bundler.vcruntime import apply_vc_runtime_policy, required_vc_runtime
 
 if TYPE_CHECKING:  # bundler.ship.archive (py7zr) is imported only when --archive asks for it
+    from bundler.ep_packs import EpPack
     from bundler.ship.archive import ArchiveResult
 
 VC_REDIST_NAME = "vc_redist.x64.exe"
