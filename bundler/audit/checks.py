@@ -249,11 +249,12 @@ def pack_mismatch(audited: Audited) -> Iterator[Finding]:
     found = audited.installed_pack
     if pack is None or found is None or found == pack.sha256:
         return
-    message = (
+    yield finding(
+        "BA406",
+        (PACK_MARKER,),
         f"{PACK_MARKER} says the folder holds runtime pack {found[:16]}, the lock's is "
-        f"{pack.short}: the app and its runtime come from different releases"
+        f"{pack.short}: the app and its runtime come from different releases",
     )
-    yield finding("BA406", (PACK_MARKER,), message)
 
 
 def file_added(audited: Audited) -> Iterator[Finding]:
