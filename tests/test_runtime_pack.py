@@ -12,6 +12,8 @@ files of the old pack removed. The pack URL is served by tests.support.httpserve
 
 from __future__ import annotations
 
+import configparser
+import hashlib
 import json
 import os
 import shutil
@@ -137,6 +139,31 @@ def test_the_same_runtime_has_the_same_pack_compiled_once(pipeline: Pipeline) ->
     script = (v2.dist / "setup.iss").read_text(encoding="utf-8-sig")
     assert 'Source: "onnxruntime.dll"' not in script and 'Source: "hello.exe"' in script
     assert v2.web.stat().st_size < v2.pack_exe(pipeline.cache).stat().st_size
+
+
+def _record(pack_exe: Path) -> configparser.SectionProxy:
+    """PackExe.ini: the pack's SHA-256 as ISPP read it, with the size and time of the file."""
+    record = configparser.ConfigParser()
+    assert record.read(pack_exe.with_name(pack_exe.name + ".ini"))
+    return record["pack"]
+
+
+def test_the_web_setup_hashes_a_pack_once(
+    inno: InnoSetup, pipeline: Pipeline, tmp_path: Path
+) -> None:
+    """Hashing the pack takes ISPP about 10 s a GB: the first web setup keeps the hash beside
+    the pack, later ones read it, and a pack file that changed since is hashed again."""
+    pack_exe = pipeline.v1.pack_exe(pipeline.cache)
+    truth = hashlib.sha256(pack_exe.read_bytes()).hexdigest()
+    kept = _record(pack_exe)
+    assert kept["sha256"] == truth
+    assert kept["file"].startswith(f"{pack_exe.stat().st_size} ")
+    record = pack_exe.with_name(pack_exe.name + ".ini")
+    record.write_text("[pack]\nfile=0 2000-01-01 00:00:00\nsha256=" + "0" * 64 + "\n")
+    compiled = inno.compile(pipeline.v2.dist / "setup-web.iss", tmp_path / "web")
+    compiled.check()
+    assert _record(pack_exe)["sha256"] == truth  # the stale record was not believed
+    assert kept["file"] == _record(pack_exe)["file"]
 
 
 def test_v1_full_v2_web_keeps_the_pack_v3_web_replaces_it(

@@ -83,8 +83,9 @@ def test_a_pack_url_adds_the_web_setup_which_downloads_instead_of_storing(tmp_pa
     scripts = _rendered(tmp_path, settings)
     web = scripts[WEB_SCRIPT]
     assert "nocompression" not in web
-    exe = web.split("PackExeName = '", 1)[1].split("'", 1)[0]
-    assert f"PackUrl = 'https://downloads.example.com/packs/{exe}';" in web
+    assert "PackFolderUrl = 'https://downloads.example.com/packs/';" in web
+    assert "PackExeName = '<#PackName#>.exe';" in web
+    assert "PackUrl := PackFolderUrl + PackExeName;" in web
     assert "DownloadTemporaryFile(PackUrl, PackExeName, PackSha256, nil)" in web
     assert "#define PackSha256 GetSHA256OfFile(PackExe)" in web
     assert "OutputBaseFilename=hello-1.0.0.0-setup-web" in web
@@ -96,7 +97,7 @@ def test_the_compiled_pack_name_changes_with_its_script(tmp_path: Path) -> None:
     small = _rendered(tmp_path / "b", IssSettings(runtime_pack=True))
 
     def exe(scripts: dict[str, str]) -> str:
-        return scripts["setup.iss"].split("PackExeName = '", 1)[1].split("'", 1)[0]
+        return scripts["setup.iss"].split('#define PackName "', 1)[1].split('"', 1)[0]
 
     assert exe(fast) != exe(small)
     assert exe(fast).split("-")[2] == exe(small).split("-")[2]  # the same pack

@@ -302,3 +302,37 @@ def test_no_rendered_or_installed_file_holds_the_password(signed: Signed) -> Non
         for path in folder.rglob("*"):
             if path.is_file():
                 assert secret not in path.read_bytes(), path
+
+
+@pytest.mark.real_tools
+def test_a_runtime_pack_is_signed_like_its_setup(
+    inno: InnoSetup, cpu_cache: Path, pki: Pki, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--runtime-pack with [sign]: setup.iss compiles the pack itself (ISPP), and passes the
+    command in signtool.txt on to that compile: the pack verifies against the test CA, as the
+    setup does."""
+    install_osslsigncode(inno, tmp_path)
+    sign = f'tool = "osslsigncode"\ncertificate = "{pki.pfx}"\npassword_env = "{PASSWORD_ENV}"\n'
+    path = config(tmp_path / "app", sign)
+    monkeypatch.setenv(PASSWORD_ENV, PASSWORD)
+    built = bundle(
+        "build", "--config", str(path), "--cache-dir", str(cpu_cache), "--runtime-pack"
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    dist = tmp_path / "app" / "dist"
+    assert "SignTool=bundlesign $q{#AddBackslash(SourcePath)}bundlesign.cmd$q" in (
+        dist / "bundle-pack.iss"
+    ).read_text(encoding="utf-8-sig")
+    command = (dist / "signtool.txt").read_text(encoding="utf-8")
+    packs = tmp_path / "packs"
+    compiled = inno.compile(
+        dist / "setup.iss",
+        tmp_path / "output",
+        f"/Sbundlesign={command}",
+        f"/DBundlePackCache={inno.windows_path(packs)}",
+    )
+    compiled.check()
+    (pack,) = packs.glob("bundle-pack-*.exe")
+    for exe in (pack, compiled.setup_exe):
+        checked = osslsigncode_verify(exe, pki.ca_pem)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
