@@ -61,6 +61,12 @@ class Release:
         (folder,) = (cache / "packs").glob(f"{self.pack.short}-*")
         return folder / f"bundle-pack-{folder.name}.exe"
 
+    def pack_parts(self, cache: Path) -> list[Path]:
+        """The pack setup's parts (Inno Setup's disk slices), in order."""
+        exe = self.pack_exe(cache)
+        parts = exe.parent.glob(f"{exe.stem}-*.bin")
+        return sorted(parts, key=lambda part: int(part.stem.rsplit("-", 1)[1]))
+
 
 @dataclass(frozen=True)
 class Pipeline:
@@ -87,7 +93,7 @@ def _release(
     dist = work / name / "dist"
     done = bundle(
         "build", str(exe), *args, "--out", str(dist), "--cache-dir", str(cache), "--link",
-        "--runtime-pack", "--pack-url", url, "--iss-compression", "zip/1",
+        "--runtime-pack", "--pack-url", url, "--iss-compression", "zip/1", "--pack-part-mb", "4",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     lock = read_lock(dist / "bundle.lock.json")
@@ -114,7 +120,8 @@ def pipeline(inno: InnoSetup, tmp_path_factory: pytest.TempPathFactory) -> Itera
         v3_exe = _exe(work / "app3", b"v3" * 8)
         v3 = _release(inno, work, cache, "v3", v3_exe, url, "--profile", V3_PROFILE)
         for release in (v1, v3):  # the pipeline publishes each new pack at the pack URL
-            shutil.copy2(release.pack_exe(cache), served)
+            for file in (release.pack_exe(cache), *release.pack_parts(cache)):
+                shutil.copy2(file, served)
         yield Pipeline(work, cache, server, served, v1, v2, v3)
 
 
@@ -138,7 +145,8 @@ def test_the_same_runtime_has_the_same_pack_compiled_once(pipeline: Pipeline) ->
     # the pack's own setup is in neither app setup's [Files] as loose DLLs: only the app is
     script = (v2.dist / "setup.iss").read_text(encoding="utf-8-sig")
     assert 'Source: "onnxruntime.dll"' not in script and 'Source: "hello.exe"' in script
-    assert v2.web.stat().st_size < v2.pack_exe(pipeline.cache).stat().st_size
+    pack = [v2.pack_exe(pipeline.cache), *v2.pack_parts(pipeline.cache)]
+    assert v2.web.stat().st_size < sum(file.stat().st_size for file in pack)
 
 
 def _record(pack_exe: Path) -> configparser.SectionProxy:
@@ -190,14 +198,52 @@ def test_v1_full_v2_web_keeps_the_pack_v3_web_replaces_it(
     # v3, another runtime: its pack is downloaded, checked and installed; the old one's surplus
     code, log = install(inno, pipeline.v3.web, tmp_path / "v3.log")
     assert code == 0, log
-    exe = pipeline.v3.pack_exe(pipeline.cache).name
-    assert [r.path for r in pipeline.server.requests] == [PACK_FILES + exe]
+    pack = [pipeline.v3.pack_exe(pipeline.cache), *pipeline.v3.pack_parts(pipeline.cache)]
+    assert len(pack) >= 3  # the setup program and two parts or more (--pack-part-mb 4)
+    assert [r.path for r in pipeline.server.requests] == [PACK_FILES + f.name for f in pack]
+    assert kept_downloads(inno) == []  # forgotten once the pack is installed
     assert (app / PACK_MARKER).read_text().strip() == pipeline.v3.pack.sha256
     assert not (app / "ep").exists() and not (app / "licenses" / "webgpu").exists(), log
     code, findings = audit(app)
     assert code == 0, findings
     run = inno.run(app / "hello.exe")
     assert run.stdout.strip() == "ORT version: 1.19.2", run.errors
+
+
+def kept_downloads(inno: InnoSetup) -> list[Path]:
+    """The folders where web setups keep downloaded pack files until the pack is installed."""
+    return list(inno.unix_path("C:\\users").glob("*/AppData/Local/BundleRuntimePack/*"))
+
+
+def test_a_broken_download_resumes_with_the_parts_it_lacks(
+    inno: InnoSetup, pipeline: Pipeline, tmp_path: Path
+) -> None:
+    """The connection breaks in the pack's second part: the setup stops (nothing written);
+    run again, it keeps the setup program and the first part it checked, downloads only what
+    it lacks, installs, and forgets the downloads."""
+    app = inno.unix_path(FOLDER)
+    shutil.rmtree(app, ignore_errors=True)
+    install(inno, pipeline.v1.full, tmp_path / "v1.log")
+    exe, parts = pipeline.v3.pack_exe(pipeline.cache), pipeline.v3.pack_parts(pipeline.cache)
+    assert len(parts) >= 2, parts
+    broken = PACK_FILES + parts[1].name
+    pipeline.server.cut_first(broken, parts[1].read_bytes(), after=100_000)
+    code, log = install(inno, pipeline.v3.web, tmp_path / "broken.log")
+    assert code == 7, log
+    assert f"could not be downloaded from {pipeline.server.url(broken)}" in log, log
+    assert "it goes on with the parts it lacks" in log
+    assert (app / PACK_MARKER).read_text().strip() == pipeline.v1.pack.sha256
+    asked = {name: len(pipeline.server.requests_for(PACK_FILES + name)) for name in
+             (exe.name, parts[0].name, parts[1].name)}  # fmt: skip
+    code, log = install(inno, pipeline.v3.web, tmp_path / "resumed.log")
+    assert code == 0, log
+    for kept in (exe, parts[0]):
+        assert f"runtime pack: {kept.name}: kept from an earlier download" in log, log
+        assert len(pipeline.server.requests_for(PACK_FILES + kept.name)) == asked[kept.name]
+    assert len(pipeline.server.requests_for(broken)) == asked[parts[1].name] + 1
+    assert (app / PACK_MARKER).read_text().strip() == pipeline.v3.pack.sha256
+    assert kept_downloads(inno) == []
+    assert audit(app)[0] == 0
 
 
 def test_a_tampered_pack_is_refused_before_anything_is_written(

@@ -85,9 +85,10 @@ def test_a_pack_url_adds_the_web_setup_which_downloads_instead_of_storing(tmp_pa
     assert "nocompression" not in web
     assert "PackFolderUrl = 'https://downloads.example.com/packs/';" in web
     assert "PackExeName = '<#PackName#>.exe';" in web
-    assert "PackUrl := PackFolderUrl + PackExeName;" in web
-    assert "DownloadTemporaryFile(PackUrl, PackExeName, PackSha256, nil)" in web
-    assert "#define PackSha256 GetSHA256OfFile(PackExe)" in web
+    assert "Url := PackFolderUrl + Name;" in web
+    assert "DownloadTemporaryFile(Url, Name, Sha256, nil)" in web
+    assert "#define HashPath PackExe\n#expr ReadHash\n#define PackSha256 HashValue\n" in web
+    assert "    #define public HashValue GetSHA256OfFile(HashPath)" in web
     assert "OutputBaseFilename=hello-1.0.0.0-setup-web" in web
 
 

@@ -117,6 +117,13 @@ class Installer:
         "Also write setup-web.iss, which downloads the runtime pack from this https:// folder.",
         metavar="URL",
     )
+    pack_part_mb: int | None = _flag(
+        None,
+        "--pack-part-mb",
+        "The runtime pack's setup in parts of this many MB (default 100): a broken download "
+        "resumes at the first part it lacks.",
+        metavar="MB",
+    )
     require_ep: list[str] | None = _flag(
         None,
         "--require-ep",
@@ -140,6 +147,9 @@ class Installer:
             require_gpu=pick("require_gpu", self.require_gpu, base.require_gpu),
             runtime_pack=bool(pick("runtime_pack", self.runtime_pack, base.runtime_pack)),
             pack_url=pick("pack_url", self.pack_url, base.pack_url),
+            pack_part_mb=_given(
+                pick("pack_part_mb", self.pack_part_mb, base.pack_part_mb), base.pack_part_mb
+            ),
             require_eps=tuple(
                 pick("require_eps", tuple(self.require_ep or ()) or None, base.require_eps or None)
                 or ()
@@ -289,3 +299,7 @@ def _shown_in(group: Any, name: str) -> Any:
     shown = copy.copy(group.__dataclass_fields__[name].metadata["option"])
     shown.rich_help_panel = group.panel
     return shown
+
+
+def _given(value: int | None, default: int) -> int:
+    return default if value is None else value

@@ -107,6 +107,7 @@ def _pack_script(
         else None,
         sign_tool=SIGN_TOOL_NAME if settings.sign is not None else None,
         sign_script=SIGN_SCRIPT if settings.sign and has_sign_script(settings.sign) else None,
+        part_bytes=settings.pack_part_mb * 1_000_000,
     )
 
 

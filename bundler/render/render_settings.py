@@ -24,6 +24,8 @@ DEFAULT_COMPRESSION = "lzma2/normal"
 DEFAULT_DICTIONARY_KB = 16384
 # Keys that would put a secret into bundle.toml: refused, whatever their value.
 SECRET_KEYS = ("password", "pass", "pfx_password", "pin", "passphrase")
+DEFAULT_PACK_PART_MB = 100
+PACK_PART_MB = (4, 2000)  # Inno Setup's DiskSliceSize, in MB (1 MB = 1,000,000 bytes)
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -43,6 +45,9 @@ class IssSettings:
     # per pack; `pack_url` (a folder URL) adds setup-web.iss, which downloads it from there
     runtime_pack: bool = False
     pack_url: str | None = None
+    # the pack's setup in parts of this size (Inno's disk slices), each downloaded and checked
+    # on its own, so a broken download resumes at the first part the machine lacks
+    pack_part_mb: int = DEFAULT_PACK_PART_MB
     install_scope: str = "machine"  # "machine" (admin), "user" (no admin) or "ask"
     sign: SignSettings | None = None  # bundle.toml [sign]: sign the setup and its uninstaller
 
@@ -67,6 +72,12 @@ class IssSettings:
             self.sign.checked()
         if self.pack_url is not None:
             checked_pack_url(self.pack_url)
+        if not PACK_PART_MB[0] <= self.pack_part_mb <= PACK_PART_MB[1]:
+            raise ConfigError(
+                f"pack_part_mb {self.pack_part_mb} is not between {PACK_PART_MB[0]} and "
+                f"{PACK_PART_MB[1]}: the first part also holds the pack's setup program (about "
+                "2 MB), and Inno Setup makes no part over 2100 MB."
+            )
         for text in (self.app_name, self.app_version, self.publisher, self.app_id):
             if text is not None:
                 inno_directive(text)  # refuses what no Inno line can hold, before any work

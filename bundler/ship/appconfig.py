@@ -36,6 +36,8 @@ needs no flags.
     runtime_pack = true                # the runtime as its own setup, compiled once per
                                        # runtime (docs/runtime-pack.md); default: false
     pack_url = "https://example.com/packs"  # also setup-web.iss, which downloads the pack
+    pack_part_mb = 100                 # the pack's setup in parts of this many MB, each
+                                       # downloaded on its own: a broken download resumes
     postbuild = false                  # no postbuild.cmd / postbuild.event.xml (default: both)
     project_dir = "app"                # the .vcxproj's folder: the post-build event names
                                        # postbuild.cmd relative to $(ProjectDir)
@@ -64,6 +66,7 @@ from bundler.manifest import Table
 from bundler.options import CONFIG
 from bundler.render.render_settings import (
     DEFAULT_COMPRESSION,
+    DEFAULT_PACK_PART_MB,
     IssSettings,
     PostbuildSettings,
     SignSettings,
@@ -201,6 +204,7 @@ def _installer(table: Table, path: Path) -> IssSettings:
         require_eps=table.strings("require_eps", None) or (),
         runtime_pack=table.boolean("runtime_pack", False),
         pack_url=table.string("pack_url", None),
+        pack_part_mb=table.integer("pack_part_mb", DEFAULT_PACK_PART_MB),
         install_scope=_choice(table, "install_scope", path) or "machine",
     )
 

@@ -102,9 +102,11 @@ class HttpServer:
     # -- behaviours ------------------------------------------------------------------------
 
     def route(self, path: str, behaviour: Behaviour) -> None:
-        """Any custom behaviour; the helpers below cover the usual ones."""
+        """Any custom behaviour; the helpers below cover the usual ones. Their "first request"
+        is the first after this call."""
         with self._lock:
             self._routes[path] = behaviour
+            self._counts[path] = 0
 
     def serve_bytes(
         self, path: str, data: bytes, *, ranges: bool = True, content_length: bool = True
