@@ -55,6 +55,11 @@ def test_other_pack_urls_are_refused_with_the_fix(url: str) -> None:
         IssSettings(pack_url=url).checked()
 
 
+def _pack_name(scripts: dict[str, str]) -> str:
+    """The compiled pack's file name (without .exe), as setup.iss defines it for ISPP."""
+    return scripts["setup.iss"].split('#define PackName "', 1)[1].split('"', 1)[0]
+
+
 def _rendered(tmp_path: Path, settings: IssSettings) -> dict[str, str]:
     lock = sample_lock()
     lock = replace(lock, pack=runtime_pack(lock.files))
@@ -96,9 +101,30 @@ def test_the_compiled_pack_name_changes_with_its_script(tmp_path: Path) -> None:
     """A pack compiled with other settings is another file: never reused for this script."""
     fast = _rendered(tmp_path / "a", IssSettings(runtime_pack=True, compression="zip/1"))
     small = _rendered(tmp_path / "b", IssSettings(runtime_pack=True))
+    assert _pack_name(fast) != _pack_name(small)
+    assert _pack_name(fast).split("-")[2] == _pack_name(small).split("-")[2]  # the same pack
 
-    def exe(scripts: dict[str, str]) -> str:
-        return scripts["setup.iss"].split('#define PackName "', 1)[1].split('"', 1)[0]
 
-    assert exe(fast) != exe(small)
-    assert exe(fast).split("-")[2] == exe(small).split("-")[2]  # the same pack
+def test_the_pack_comes_in_parts_of_pack_part_mb(tmp_path: Path) -> None:
+    """Inno Setup's disk slices, in decimal MB; another part size is another pack file."""
+    default = _rendered(tmp_path / "a", IssSettings(runtime_pack=True))
+    assert "DiskSpanning=yes" in default[PACK_SCRIPT].splitlines()
+    assert "DiskSliceSize=100000000" in default[PACK_SCRIPT].splitlines()
+    small = _rendered(tmp_path / "b", IssSettings(runtime_pack=True, pack_part_mb=4))
+    assert "DiskSliceSize=4000000" in small[PACK_SCRIPT].splitlines()
+    assert _pack_name(small) != _pack_name(default)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        (IssSettings(runtime_pack=True, pack_part_mb=3), "pack_part_mb 3 is not between 4 and"),
+        (IssSettings(runtime_pack=True, pack_part_mb=2001), "makes no part over 2100 MB"),
+        (IssSettings(pack_part_mb=50), "pack_part_mb sizes the runtime pack's parts: add"),
+    ],
+)
+def test_a_pack_part_size_out_of_range_or_without_a_pack_is_refused(
+    settings: IssSettings, message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        settings.checked()

@@ -72,6 +72,11 @@ class IssSettings:
             self.sign.checked()
         if self.pack_url is not None:
             checked_pack_url(self.pack_url)
+        if self.pack_part_mb != DEFAULT_PACK_PART_MB and not (self.runtime_pack or self.pack_url):
+            raise ConfigError(
+                "pack_part_mb sizes the runtime pack's parts: add --runtime-pack (or [render] "
+                "runtime_pack = true), or leave pack_part_mb out."
+            )
         if not PACK_PART_MB[0] <= self.pack_part_mb <= PACK_PART_MB[1]:
             raise ConfigError(
                 f"pack_part_mb {self.pack_part_mb} is not between {PACK_PART_MB[0]} and "
