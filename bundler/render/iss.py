@@ -36,12 +36,7 @@ from bundler.render.render_settings import (
     IssSettings,
     version_info,
 )
-from bundler.render.sign import (
-    SIGN_SCRIPT,
-    SIGN_TOOL_NAME,
-    has_sign_script,
-    write_sign_command,
-)
+from bundler.render.sign import sign_values, write_sign_command
 from bundler.validate import refuse_unshipped_requirement
 
 ISS_NAME = "setup.iss"
@@ -172,8 +167,7 @@ def iss_values(
         "doctor_exe": DOCTOR_EXE,
         "doctor_data": DOCTOR_DATA,
         "pruned": [item.name for item in lock.pruned],
-        "sign_tool": SIGN_TOOL_NAME if settings.sign is not None else None,
-        "sign_script": SIGN_SCRIPT if settings.sign and has_sign_script(settings.sign) else None,
+        **sign_values(settings.sign),
     }
 
 

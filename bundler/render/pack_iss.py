@@ -22,7 +22,7 @@ from bundler.render.render_settings import (
     DEFAULT_DICTIONARY_KB,
     IssSettings,
 )
-from bundler.render.sign import SIGN_COMMAND_FILE, SIGN_SCRIPT, SIGN_TOOL_NAME, has_sign_script
+from bundler.render.sign import SIGN_COMMAND_FILE, sign_values
 
 PACK_SCRIPT = "bundle-pack.iss"
 PACK_TEMPLATE = "bundle-pack.iss.j2"
@@ -56,8 +56,7 @@ def pack_values(
     pack = _pack_of(lock)
     script = _pack_script(templates, pack, ".", settings)
     name = f"{pack.short}-{hashlib.sha256(script.encode('utf-8')).hexdigest()[:8]}"
-    exe = f"bundle-pack-{name}.exe"
-    url = f"{settings.pack_url.rstrip('/')}/" if web and settings.pack_url else None
+    folder_url = f"{settings.pack_url.rstrip('/')}/" if web and settings.pack_url else None
     return {
         "sha256": pack.sha256,
         "short": pack.short,
@@ -65,17 +64,16 @@ def pack_values(
         "files": set(pack.files),
         "names": list(pack.files),
         "folders": _folders(pack.files),
-        "exe": exe,
-        "base": exe.removesuffix(".exe"),
+        "base": f"bundle-pack-{name}",  # the compiled pack's file name, without .exe
         "script": PACK_SCRIPT,
         # with [sign], setup.iss signs the pack with the command in signtool.txt
-        "sign_tool": SIGN_TOOL_NAME if settings.sign is not None else None,
+        "sign_tool": sign_values(settings.sign)["sign_tool"],
         "sign_command": SIGN_COMMAND_FILE,
         "cache": windows_folder(pack_cache / name),
         "marker": PACK_MARKER,
         "log": PACK_LOG,
         "web": web,
-        "url": url,
+        "folder_url": folder_url,  # the pack's files are published there
     }
 
 
@@ -105,8 +103,7 @@ def _pack_script(
         dictionary_kb=DEFAULT_DICTIONARY_KB
         if settings.compression == DEFAULT_COMPRESSION
         else None,
-        sign_tool=SIGN_TOOL_NAME if settings.sign is not None else None,
-        sign_script=SIGN_SCRIPT if settings.sign and has_sign_script(settings.sign) else None,
+        **sign_values(settings.sign),
         part_bytes=settings.pack_part_mb * 1_000_000,
     )
 

@@ -54,6 +54,15 @@ def has_sign_script(settings: SignSettings) -> bool:
     return settings.tool == "osslsigncode"
 
 
+def sign_values(settings: SignSettings | None) -> dict[str, str | None]:
+    """What an Inno script says about signing: the sign tool's name, and the batch file its
+    command calls (osslsigncode); both None without [sign]."""
+    return {
+        "sign_tool": SIGN_TOOL_NAME if settings is not None else None,
+        "sign_script": SIGN_SCRIPT if settings and has_sign_script(settings) else None,
+    }
+
+
 def sign_script(templates: Templates, settings: SignSettings) -> str | None:
     """bundlesign.cmd for the osslsigncode preset (None for the others): sign to FILE.signed,
     then move it over FILE, each step's failure the script's exit code."""
