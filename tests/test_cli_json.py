@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,7 @@ from bundler.acquire.cache import Cache
 from bundler.cli import profile_views
 from bundler.cli.failures import hint_of, json_requested, move_global_json
 from bundler.errors import ExitCode
-from bundler.lock import LOCK_NAME
+from bundler.lock import LOCK_NAME, runtime_pack
 from bundler.lockfile import write_lock
 from tests.conftest import run_bundle
 from tests.test_render_iss import sample_lock
@@ -198,7 +200,23 @@ def test_render_iss_as_json(lock_file: Path) -> None:
     assert data["path"] == str(script) and script.is_file()
     # the lock's payload, the app and the lock file itself
     assert data["files"] == 5 and data["app_version"] == "1.0.0.0"
-    assert data["compile"] == f'iscc "{script}"'
+    assert data["compile"] == f'iscc "{script}"' and data["iscc_args"] == []
+
+
+def test_render_iss_with_the_runtime_pack_says_how_the_full_setup_compiles(
+    tmp_path: Path,
+) -> None:
+    """The full setup compiles only with the Sign Tool that appends the pack: the command in
+    --json and in the report name it, quoted for this system's shell."""
+    lock = sample_lock()
+    write_lock(tmp_path / LOCK_NAME, replace(lock, pack=runtime_pack(lock.files)))
+    args = ("render", "iss", "--lock", str(tmp_path / LOCK_NAME), "--runtime-pack")
+    data = document(run_bundle(*args, "--json"))
+    assert data["iscc_args"] == ["/Sbundlepack=$p"]
+    quote = '"' if os.name == "nt" else "'"
+    command = f'iscc {quote}/Sbundlepack=$p{quote} "{tmp_path / "setup.iss"}"'
+    assert data["compile"] == command
+    assert f"compile it with: {command}" in run_bundle(*args).stdout
 
 
 def test_render_postbuild_as_json(lock_file: Path) -> None:

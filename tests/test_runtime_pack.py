@@ -38,6 +38,7 @@ FOLDER = r"C:\runtime pack (test)"
 V1_PROFILE = "ort-1.31.1-cpu"
 V3_PROFILE = "ort-1.19.2-cpu"
 PACK_FILES = "/packs/"
+APPEND = "/Sbundlepack=$p"  # the Sign Tool that appends the pack to the full setup
 
 
 def bundle(*args: str) -> subprocess.CompletedProcess[str]:
@@ -98,7 +99,7 @@ def _release(
     assert done.returncode == 0, done.stderr
     lock = read_lock(dist / "bundle.lock.json")
     assert lock is not None and lock.pack is not None
-    full = inno.compile(dist / "setup.iss", work / name / "full").check().setup_exe
+    full = inno.compile(dist / "setup.iss", work / name / "full", APPEND).check().setup_exe
     web = inno.compile(dist / "setup-web.iss", work / name / "web").check().setup_exe
     return Release(dist, lock.pack, full, web)
 
@@ -147,6 +148,57 @@ def test_the_same_runtime_has_the_same_pack_compiled_once(pipeline: Pipeline) ->
     assert 'Source: "onnxruntime.dll"' not in script and 'Source: "hello.exe"' in script
     pack = [v2.pack_exe(pipeline.cache), *v2.pack_parts(pipeline.cache)]
     assert v2.web.stat().st_size < sum(file.stat().st_size for file in pack)
+
+
+def test_the_full_setup_is_the_app_setup_with_the_compiled_pack_appended(
+    inno: InnoSetup, pipeline: Pipeline, tmp_path: Path
+) -> None:
+    """ISCC does not store the pack (it would hash and write it on every compile): the Sign
+    Tool bundlepack.cmd appends its files byte for byte, then the line naming the pack."""
+    v2 = pipeline.v2
+    pack = b"".join(
+        f.read_bytes() for f in (v2.pack_exe(pipeline.cache), *v2.pack_parts(pipeline.cache))
+    )
+    setup = v2.full.read_bytes()
+    end = f"bundle runtime pack {v2.pack.sha256}\r\n".encode()
+    assert setup.endswith(pack + end)
+    app_setup = setup[: -len(pack + end)]
+    assert app_setup[:2] == b"MZ" and len(app_setup) < 3_000_000  # the app and Inno's setup program
+    # without the Sign Tool, ISCC stops at the line whose comment says how to compile
+    compiled = inno.compile(v2.dist / "setup.iss", tmp_path / "plain")
+    assert compiled.returncode != 0
+    assert 'Value of [Setup] section directive "SignTool" is invalid' in compiled.stderr
+    line = int(compiled.stderr.split("Error on line ", 1)[1].split(" ", 1)[0])
+    script = (v2.dist / "setup.iss").read_text(encoding="utf-8-sig").splitlines()
+    assert "/Sbundlepack=$p" in "\n".join(script[line - 4 : line - 1])
+    assert not list((tmp_path / "plain").glob("*.exe"))
+
+
+def test_a_tampered_full_setup_is_refused_before_anything_is_written(
+    inno: InnoSetup, pipeline: Pipeline, tmp_path: Path
+) -> None:
+    """One byte of the appended pack changed: the setup checks each file's SHA-256 before it
+    runs the pack, and stops with nothing written."""
+    app = inno.unix_path(FOLDER)
+    shutil.rmtree(app, ignore_errors=True)
+    install(inno, pipeline.v1.full, tmp_path / "v1.log")
+    before = {p.relative_to(app): p.stat().st_mtime_ns for p in app.rglob("*") if p.is_file()}
+    tampered = bytearray(pipeline.v3.full.read_bytes())
+    pack_bytes = pipeline.v3.pack_exe(pipeline.cache).stat().st_size
+    tampered[len(tampered) - pack_bytes // 2] ^= 0x01  # inside the pack's last file
+    setup = tmp_path / pipeline.v3.full.name
+    setup.write_bytes(bytes(tampered))
+    code, log = install(inno, setup, tmp_path / "v3.log")
+    after = {p.relative_to(app): p.stat().st_mtime_ns for p in app.rglob("*") if p.is_file()}
+    assert code == 7, log
+    assert "The runtime pack in this setup is damaged" in log, log
+    assert "download the setup again" in log
+    assert after == before
+    cut = tmp_path / "cut" / pipeline.v3.full.name  # a download cut short: no pack at its end
+    cut.parent.mkdir()
+    cut.write_bytes(bytes(tampered[: len(tampered) - 1000]))
+    code, log = install(inno, cut, tmp_path / "cut.log")
+    assert code == 7 and "This setup does not hold its runtime pack" in log, log
 
 
 def _record(pack_exe: Path) -> configparser.SectionProxy:

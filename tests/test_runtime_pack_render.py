@@ -60,6 +60,12 @@ def _pack_name(scripts: dict[str, str]) -> str:
     return scripts["setup.iss"].split('#define PackName "', 1)[1].split('"', 1)[0]
 
 
+def sample_pack_sha256() -> str:
+    pack = runtime_pack(sample_lock().files)
+    assert pack is not None
+    return pack.sha256
+
+
 def _rendered(tmp_path: Path, settings: IssSettings) -> dict[str, str]:
     lock = sample_lock()
     lock = replace(lock, pack=runtime_pack(lock.files))
@@ -78,9 +84,14 @@ def test_runtime_pack_renders_the_pack_script_and_an_app_script_without_its_file
         assert f'Type: files; Name: "{{app}}\\{name}"' in setup  # the app's uninstaller
     assert 'Source: "hello.exe"' in setup and 'Source: "hello.exe"' not in pack
     assert "Uninstallable=no" in pack
-    assert "GetSHA256OfFile" not in setup  # the full setup stores the pack: nothing to check
-    assert 'Source: "<#PackExe#>"; DestDir: "{tmp}"; Flags: dontcopy nocompression' in setup
+    assert "PackExe" not in setup.split("[Files]")[1].split("[Code]")[0]  # not stored by ISCC
     assert "DownloadTemporaryFile" not in setup
+    (append,) = (line for line in setup.splitlines() if line.startswith("SignTool="))
+    assert append.startswith("SignTool=bundlepack cmd /c call $q<#AddBackslash(SourcePath)#>")
+    assert append.endswith(f" <#PackName#> <#PackParts#> {sample_pack_sha256()}")
+    assert "SignedUninstaller=no" in setup.splitlines()  # no [sign]: nothing else signs
+    batch = (tmp_path / "bundlepack.cmd").read_bytes()
+    assert b"\r\n" in batch and b"\n" not in batch.replace(b"\r\n", b"")  # cmd's line ends
 
 
 def test_a_pack_url_adds_the_web_setup_which_downloads_instead_of_storing(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from bundler.lock import PACK_MARKER
 from tests.conftest import CPU, hello_app, require
 from tests.conftest import bundle_from_cache as bundle
 from tests.support.inno import InnoSetup
@@ -328,6 +329,7 @@ def test_a_runtime_pack_is_signed_like_its_setup(
     compiled = inno.compile(
         dist / "setup.iss",
         tmp_path / "output",
+        "/Sbundlepack=$p",  # appends the pack to the full setup, before bundlesign signs it
         f"/Sbundlesign={command}",
         f"/DBundlePackCache={inno.windows_path(packs)}",
     )
@@ -336,3 +338,13 @@ def test_a_runtime_pack_is_signed_like_its_setup(
     for exe in (pack, compiled.setup_exe):
         checked = osslsigncode_verify(exe, pki.ca_pem)
         assert checked.returncode == 0, checked.stdout + checked.stderr
+    # the signature covers the pack: it follows the pack's files and the line naming the pack
+    setup = compiled.setup_exe.read_bytes()
+    assert setup.find(pack.read_bytes()) > 0
+    assert setup.rfind(b"bundle runtime pack ") > setup.find(pack.read_bytes())
+    # and the signed setup finds its pack before the signature, checks it and installs it
+    folder = "C:\\signed pack"
+    done = inno.install(compiled.setup_exe, folder, log=tmp_path / "install.log")
+    assert done.returncode == 0, done.log
+    installed = inno.unix_path(folder)
+    assert (installed / "onnxruntime.dll").is_file() and (installed / PACK_MARKER).is_file()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -154,14 +155,40 @@ def iss_report(result: IssResult) -> str:
             "  note: the app has no version resource and none was given (--app-version or "
             "[render] app_version in bundle.toml): the setup shows no version"
         )
-    lines.append(f'  compile it with: iscc "{result.path}"')
+    lines.append(f"  compile it with: {_iscc_line(result)}")
+    if result.sign_command is not None:
+        from bundler.render.sign import SIGN_TOOL_NAME
+
+        lines.append(
+            f'  signed: add "/S{SIGN_TOOL_NAME}=COMMAND", COMMAND the line in {result.sign_command}'
+        )
+    if result.web_script is not None:
+        lines.append(f'  web setup (downloads the runtime pack): iscc "{result.web_script}"')
     return "\n".join(lines)
 
 
 def iss_json(result: IssResult) -> str:
-    """`bundle render iss --json`: the script written, and how to compile it."""
+    """`bundle render iss --json`: the script written, and how to compile it (`iscc_args`:
+    ISCC's arguments before the script, without the signing one)."""
     data = {"schema_version": 1, **_paths(dataclasses.asdict(result))}
-    return json.dumps(data | {"compile": f'iscc "{result.path}"'}, indent=2)
+    extra = {"compile": _iscc_line(result), "iscc_args": list(_iscc_args(result))}
+    return json.dumps(data | extra, indent=2)
+
+
+def _iscc_args(result: IssResult) -> tuple[str, ...]:
+    """With the runtime pack, the full setup compiles only with the Sign Tool that appends the
+    pack (docs/runtime-pack.md)."""
+    from bundler.render.pack_iss import APPEND_TOOL
+
+    return (f"/S{APPEND_TOOL}=$p",) if result.pack_script is not None else ()
+
+
+def _iscc_line(result: IssResult) -> str:
+    """The ISCC command for this system's shell: $p stays literal in cmd's double quotes, in a
+    POSIX shell only in single ones."""
+    quote = '"' if os.name == "nt" else "'"
+    args = "".join(f"{quote}{arg}{quote} " for arg in _iscc_args(result))
+    return f'iscc {args}"{result.path}"'
 
 
 def postbuild_report(result: PostbuildResult) -> str:

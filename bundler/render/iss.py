@@ -29,7 +29,7 @@ from bundler.lock import (
 )
 from bundler.render.engine import Templates, relative_folder, write_text
 from bundler.render.escaping import ISPP_INLINE_END, ISPP_INLINE_START
-from bundler.render.pack_iss import WEB_SCRIPT, pack_values, write_pack_script
+from bundler.render.pack_iss import ISS_SCRIPT, WEB_SCRIPT, pack_values, write_pack_script
 from bundler.render.render_settings import (
     DEFAULT_COMPRESSION,
     DEFAULT_DICTIONARY_KB,
@@ -39,7 +39,7 @@ from bundler.render.render_settings import (
 from bundler.render.sign import sign_values, write_sign_command
 from bundler.validate import refuse_unshipped_requirement
 
-ISS_NAME = "setup.iss"
+ISS_NAME = ISS_SCRIPT
 TEMPLATE = "setup.iss.j2"
 # Above this many payload bytes the setup is split into slices (DiskSpanning): one setup
 # file cannot exceed about 2.1 GB, and the compressed size is not known before compiling.

@@ -3,7 +3,12 @@ setup is two Inno Setup scripts: bundle-pack.iss, the pack's own setup (everythi
 artifacts provide, the lock's `pack`), and setup.iss, the app's setup, which compiles the pack
 once per pack hash into the pack cache (ISPP, at compile time) and runs it while it installs.
 With a pack URL, setup-web.iss is the same app setup without the pack inside: it downloads the
-pack from that URL and checks its SHA-256 first. All three are views of one lock."""
+pack from that URL and checks its SHA-256 first. All three are views of one lock.
+
+The full setup holds the compiled pack without ISCC storing it (ISCC hashes and writes every
+byte it stores, about 10 s a GB under Wine): bundlepack.cmd, run by ISCC as a Sign Tool on the
+finished setup, appends the pack's files and a line naming the pack; the setup finds them
+before its signature and checks each file's SHA-256 before it runs the pack."""
 
 from __future__ import annotations
 
@@ -28,6 +33,11 @@ PACK_SCRIPT = "bundle-pack.iss"
 PACK_TEMPLATE = "bundle-pack.iss.j2"
 WEB_SCRIPT = "setup-web.iss"
 PACK_LOG = "bundle-pack.log"
+APPEND_TOOL = "bundlepack"  # the Sign Tool that appends the pack: iscc "/Sbundlepack=$p"
+APPEND_SCRIPT = "bundlepack.cmd"
+APPEND_TEMPLATE = "bundlepack.cmd.j2"
+APPEND_MARKER = "bundle runtime pack"  # then the pack's SHA-256: the line after the pack
+ISS_SCRIPT = "setup.iss"
 
 
 @dataclass(frozen=True)
@@ -74,16 +84,29 @@ def pack_values(
         "log": PACK_LOG,
         "web": web,
         "folder_url": folder_url,  # the pack's files are published there
+        # the full setup: the pack appended by bundlepack.cmd, ISCC's Sign Tool
+        "append_tool": APPEND_TOOL,
+        "append_script": APPEND_SCRIPT,
+        "append_marker": APPEND_MARKER,
     }
 
 
 def write_pack_script(
     templates: Templates, lock: Lock, bundle_dir: Path, folder: Path, settings: IssSettings
 ) -> Path:
-    """bundle-pack.iss beside the app's script: the pack's files, relative to that folder."""
+    """bundle-pack.iss beside the app's script: the pack's files, relative to that folder; and
+    bundlepack.cmd, which puts the compiled pack into the full setup."""
     script = folder / PACK_SCRIPT
     text = _pack_script(templates, _pack_of(lock), relative_folder(bundle_dir, folder), settings)
     write_text(script, text, bom=True, newline="\r\n")
+    append = templates.render(
+        APPEND_TEMPLATE,
+        tool_version=__version__,
+        tool=APPEND_TOOL,
+        script=ISS_SCRIPT,
+        marker=APPEND_MARKER,
+    )
+    write_text(folder / APPEND_SCRIPT, append, newline="\r\n")
     return script
 
 
