@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 CACHE_ENV = "BUNDLE_CACHE_DIR"
+PACKS = "packs"  # compiled runtime packs, one folder a pack (docs/runtime-pack.md)
 
 
 def cache_root(flag: Path | None) -> Path:
@@ -16,6 +17,11 @@ def cache_root(flag: Path | None) -> Path:
     the platform's per-user cache folder. Each command resolves it once and passes it down
     (Cache, the templates' caches, the audit's Wine prefix); nothing remembers it elsewhere."""
     return flag or env_cache_dir() or platform_cache_dir()
+
+
+def packs_folder(root: Path) -> Path:
+    """Where `bundle build --runtime-pack` keeps the compiled runtime packs of the cache `root`."""
+    return root / PACKS
 
 
 def default_cache_dir() -> Path:

@@ -182,8 +182,21 @@ def test_cache_list_and_clean_as_json(tmp_path: Path) -> None:
     assert (entry["sha256"], entry["size"], entry["names"]) == (digest, 10, ["a.zip"])
     assert entry["origins"] == ["https://example.invalid/a.zip"] and listed["size"] == 10
     (cache.tmp / "partial").write_bytes(b"12345")
-    cleaned = document(run_bundle("cache", "clean", "--cache-dir", str(cache.root), "--json"))
+    pack = cache.root / "packs" / "0123456789abcdef-01234567" / "bundle-pack.exe"
+    pack.parent.mkdir(parents=True)
+    pack.write_bytes(b"a compiled runtime pack")  # 23 bytes, kept without --all
+    at = ["--cache-dir", str(cache.root)]
+    archives = sum(f.stat().st_size for f in cache.blobs.iterdir())  # the blob and its record
+    would = document(run_bundle("cache", "clean", *at, "--all", "--dry-run", "--json"))
+    (step,) = would["would"]
+    assert "runtime packs" in step and step.endswith(f"({archives + 5 + 23} B)"), step
+    assert (cache.tmp / "partial").is_file() and pack.is_file()
+    cleaned = document(run_bundle("cache", "clean", *at, "--json"))
     assert cleaned == {"schema_version": 1, "cache": str(cache.root), "freed_bytes": 5}
+    assert pack.is_file() and cache.blob(digest).is_file()
+    everything = document(run_bundle("cache", "clean", *at, "--all", "--json"))
+    assert everything["freed_bytes"] == archives + 23
+    assert not pack.exists() and not cache.blob(digest).exists()
 
 
 @pytest.fixture()

@@ -8,6 +8,8 @@ bundler.cache_root):
     extracted/<hash>/           the members bundle needs, extracted once per archive
     extracted/<hash>/.hashes.json  the members' hashes, by size and time (HashMemo)
     tmp/                        partial downloads (*.part), resumed by the next run
+    templates/                  compiled templates and rendered scripts (render.engine)
+    packs/<hash16>-<digest8>/   compiled runtime packs (docs/runtime-pack.md)
     locks/<hash>.lock           one writer per blob, across processes
 
 Invariant: a file under blobs/ has been verified against its pin before it was renamed there,
@@ -29,6 +31,7 @@ from typing import IO
 
 from bundler import files
 from bundler.acquire.hash_memo import HashMemo
+from bundler.cache_root import packs_folder
 from bundler.digest import HASH_BLOCK, file_sha256, files_sha256
 from bundler.errors import IntegrityError, OutputError
 from bundler.file_locks import file_lock
@@ -247,15 +250,22 @@ class Cache:
     def entries(self) -> list[CacheEntry]:
         return self.index.entries()
 
+    def cleaned(self, everything: bool = False) -> list[Path]:
+        """What `clean` removes: partial downloads, extracted trees and kept templates; with
+        everything, also the blobs and the compiled runtime packs (each a one-time cost)."""
+        quick = [self.tmp, self.extract_root, self.root / "templates"]
+        return quick + ([self.blobs, packs_folder(self.root)] if everything else [])
+
+    def cleanable(self, everything: bool = False) -> int:
+        """The bytes `clean` would free."""
+        return sum(_folder_size(folder) for folder in self.cleaned(everything))
+
     def clean(self, everything: bool = False) -> int:
-        """Remove partial downloads, extracted trees and kept templates (and with everything,
-        the blobs). Returns the number of bytes freed."""
-        kept = [self.tmp, self.extract_root, self.root / "templates"]
-        targets = kept + ([self.blobs] if everything else [])
+        """Remove what `cleaned` lists. Returns the number of bytes freed."""
         freed = 0
-        for folder in targets:
+        for folder in self.cleaned(everything):
             if folder.is_dir():
-                freed += sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+                freed += _folder_size(folder)
                 shutil.rmtree(folder)
         return freed
 
@@ -265,3 +275,8 @@ class Cache:
 
     def remember_hash(self, archive_sha256: str, member: str, path: Path, sha256: str) -> None:
         self.memo.remember_hash(archive_sha256, member, path, sha256)
+
+
+def _folder_size(folder: Path) -> int:
+    """The bytes of the files under `folder` (0 when it is not there)."""
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())

@@ -146,7 +146,7 @@ def render_iss(
     as_json: JsonOption = False,
 ) -> None:
     """Render the Inno Setup script of a built bundle from its lock file, without building."""
-    from bundler.cache_root import cache_root
+    from bundler.cache_root import cache_root, packs_folder
     from bundler.cli import build_views
     from bundler.render.engine import Templates
     from bundler.render.iss import ISS_NAME, write_iss
@@ -159,8 +159,9 @@ def render_iss(
     chosen = chosen.checked()
     target = out or (settings.iss if isinstance(settings.iss, Path) else None)
     script = target or lock_path.parent / ISS_NAME
-    packs = cache_root(None) / "packs"  # compiled runtime packs, as bundle build keeps them
-    result = write_iss(Templates(cache_root(None)), bundle, lock_path.parent, script, chosen, packs)
+    root = cache_root(None)
+    packs = packs_folder(root)
+    result = write_iss(Templates(root), bundle, lock_path.parent, script, chosen, packs)
     typer.echo(build_views.iss_json(result) if as_json else build_views.iss_report(result))
 
 

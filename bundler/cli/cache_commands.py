@@ -90,24 +90,27 @@ def cache_clean(
     ctx: typer.Context,
     cache_dir: CacheDirOption = None,
     everything: Annotated[
-        bool, typer.Option("--all", help="Also remove the verified archives.")
+        bool,
+        typer.Option(
+            "--all", help="Also remove the verified archives and the compiled runtime packs."
+        ),
     ] = False,
     dry_run: DryRun = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Remove partial downloads, extracted trees and kept templates (--all: the archives too)."""
+    """Remove partial downloads, extracted trees and kept templates (--all: the archives and
+    runtime packs too)."""
     from bundler.acquire.cache import Cache
     from bundler.cli import cache_views
 
     picked = Options()
     root = cache_folder(cache_dir, picked)
+    cache = Cache(root)
     if dry_run:
         pick_given(ctx, picked, everything=everything)
-        archives = " and the verified archives" if everything else ""
-        step = f"remove the partial downloads, extracted trees, kept templates{archives} in {root}"
+        step = cache_views.clean_step(root, everything, cache.cleanable(everything))
         say_dry_run("cache clean", [step], picked, as_json)
         return
-    cache = Cache(root)
     freed = cache.clean(everything)
     shown = cache_views.cache_clean_json if as_json else cache_views.cache_clean_report
     typer.echo(shown(cache.root, freed))

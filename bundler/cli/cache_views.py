@@ -73,6 +73,13 @@ def cache_json(root: Path, entries: Sequence[CacheEntry]) -> str:
     return json.dumps(document, indent=2)
 
 
+def clean_step(root: Path, everything: bool, size: int) -> str:
+    """`cache clean --dry-run`'s step: what it would remove, and how many bytes that is."""
+    more = ", the verified archives and the compiled runtime packs" if everything else ""
+    what = f"the partial downloads, extracted trees, kept templates{more}"
+    return f"remove {what} in {root} ({human_size(size)})"
+
+
 def cache_clean_report(root: Path, freed: int) -> str:
     return f"freed {human_size(freed)} in {root}"
 

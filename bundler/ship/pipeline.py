@@ -17,6 +17,7 @@ from bundler.acquire.artifacts import AcquireOptions, acquire_profile
 from bundler.acquire.cache import Cache
 from bundler.acquire.provenance import attach_provenance
 from bundler.appevidence import problems, read_app_evidence
+from bundler.cache_root import packs_folder
 from bundler.ep_choice import chosen_packs
 from bundler.errors import ConfigError, LockMismatchError
 from bundler.evidence import all_evidence
@@ -275,7 +276,7 @@ def _write_views(
         write_sbom(out / SBOM_NAME, lock, profile, app_name)
     script = options.iss_path(out)
     if script is not None:
-        packs = options.cache_dir / "packs"  # compiled runtime packs, one folder a pack
+        packs = packs_folder(options.cache_dir)
         result.iss = write_iss(templates, lock, out, script, options.installer.checked(), packs)
     if options.postbuild is not None:
         result.postbuild = write_postbuild(templates, lock, out, out, options.postbuild)
