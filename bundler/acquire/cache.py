@@ -279,4 +279,6 @@ class Cache:
 
 def _folder_size(folder: Path) -> int:
     """The bytes of the files under `folder` (0 when it is not there)."""
+    if not folder.is_dir():
+        return 0
     return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
