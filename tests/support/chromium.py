@@ -24,7 +24,10 @@ from pathlib import Path
 from types import TracebackType
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-WINDOW = (1280, 1400)
+# Tall enough for the whole graph of the GPU bundle: its last row (the Windows node) ends about
+# 1370 px down here, and in one CI run it fell below a 1400 px screenshot (other fonts, or a
+# longer temporary path in the heading, move everything under it down).
+WINDOW = (1280, 2000)
 # Chromium's own traffic, not the page's: network time, the extension/component updater and
 # the account service, seen on Chromium 156 (Debian 12) despite --disable-background-networking.
 # Exact host names, so a page that loads from another Google host (fonts.googleapis.com) is
