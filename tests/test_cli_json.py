@@ -181,11 +181,17 @@ def test_cache_list_and_clean_as_json(tmp_path: Path) -> None:
     (entry,) = listed["archives"]
     assert (entry["sha256"], entry["size"], entry["names"]) == (digest, 10, ["a.zip"])
     assert entry["origins"] == ["https://example.invalid/a.zip"] and listed["size"] == 10
+    assert listed["packs"] == []  # none compiled yet
     (cache.tmp / "partial").write_bytes(b"12345")
     pack = cache.root / "packs" / "0123456789abcdef-01234567" / "bundle-pack.exe"
     pack.parent.mkdir(parents=True)
     pack.write_bytes(b"a compiled runtime pack")  # 23 bytes, kept without --all
     at = ["--cache-dir", str(cache.root)]
+    (compiled,) = document(run_bundle("cache", "list", *at, "--json"))["packs"]
+    assert compiled == {"name": pack.parent.name, "path": str(pack.parent), "size": 23}
+    listing = run_bundle("cache", "list", *at).stdout
+    assert f"{pack.parent.name}        23 B" in listing, listing
+    assert "1 compiled runtime pack(s), 23 B" in listing, listing
     archives = sum(f.stat().st_size for f in cache.blobs.iterdir())  # the blob and its record
     would = document(run_bundle("cache", "clean", *at, "--all", "--dry-run", "--json"))
     (step,) = would["would"]

@@ -48,6 +48,16 @@ class CacheEntry:
     added: str
 
 
+@dataclass(frozen=True)
+class PackEntry:
+    """A compiled runtime pack in the cache: its folder `<hash16>-<digest8>` (the pack's hash,
+    then a digest of the script it was compiled from; docs/runtime-pack.md)."""
+
+    name: str
+    path: Path
+    size: int
+
+
 class BlobIndex:
     """The record beside each blob (`<hash>.json`): every name it was fetched as, every origin,
     and when it was first added. Records only grow: a second origin of the same bytes joins the
@@ -249,6 +259,17 @@ class Cache:
 
     def entries(self) -> list[CacheEntry]:
         return self.index.entries()
+
+    def packs(self) -> list[PackEntry]:
+        """The compiled runtime packs, by folder name."""
+        folder = packs_folder(self.root)
+        if not folder.is_dir():
+            return []
+        return [
+            PackEntry(path.name, path, _folder_size(path))
+            for path in sorted(folder.iterdir())
+            if path.is_dir()
+        ]
 
     def cleaned(self, everything: bool = False) -> list[Path]:
         """What `clean` removes: partial downloads, extracted trees and kept templates; with

@@ -71,18 +71,19 @@ def fetch(
 def cache_list(
     cache_dir: CacheDirOption = None, dry_run: DryRun = False, as_json: JsonOption = False
 ) -> None:
-    """List the verified archives in the cache."""
+    """List the verified archives and the compiled runtime packs in the cache."""
     from bundler.acquire.cache import Cache
     from bundler.cli import cache_views
 
     picked = Options()
     root = cache_folder(cache_dir, picked)
     if dry_run:
-        say_dry_run("cache list", [f"list the verified archives in {root}"], picked, as_json)
+        step = f"list the verified archives and compiled runtime packs in {root}"
+        say_dry_run("cache list", [step], picked, as_json)
         return
     cache = Cache(root)
     shown = cache_views.cache_json if as_json else cache_views.cache_table
-    typer.echo(shown(cache.root, cache.entries()))
+    typer.echo(shown(cache.root, cache.entries(), cache.packs()))
 
 
 @cache_app.command("clean")

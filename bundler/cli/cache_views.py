@@ -13,7 +13,7 @@ from bundler.cli.sizes import human_size
 
 if TYPE_CHECKING:  # type hints only: importing views must not import every command's modules
     from bundler.acquire.acquired import Acquired
-    from bundler.acquire.cache import CacheEntry
+    from bundler.acquire.cache import CacheEntry, PackEntry
 
 
 def acquired_table(acquired: Sequence[Acquired]) -> str:
@@ -45,18 +45,23 @@ def acquired_json(acquired: Sequence[Acquired]) -> str:
     return json.dumps({"schema_version": 1, "artifacts": [plain(a) for a in acquired]}, indent=2)
 
 
-def cache_table(root: Path, entries: Sequence[CacheEntry]) -> str:
+def cache_table(root: Path, entries: Sequence[CacheEntry], packs: Sequence[PackEntry]) -> str:
     lines = [f"cache: {root}"]
     for entry in entries:
         names = ", ".join(entry.names) or "?"
         lines.append(f"  {entry.sha256[:16]}  {human_size(entry.size):>10}  {names}")
     total = sum(entry.size for entry in entries)
     lines.append(f"{len(entries)} archive(s), {human_size(total)}")
+    if packs:
+        lines += [f"  {pack.name}  {human_size(pack.size):>10}" for pack in packs]
+        size = human_size(sum(pack.size for pack in packs))
+        lines.append(f"{len(packs)} compiled runtime pack(s), {size}")
     return "\n".join(lines)
 
 
-def cache_json(root: Path, entries: Sequence[CacheEntry]) -> str:
-    """`bundle cache list --json`: the verified archives, as cache_table lists them."""
+def cache_json(root: Path, entries: Sequence[CacheEntry], packs: Sequence[PackEntry]) -> str:
+    """`bundle cache list --json`: the verified archives (`size`: their total) and the compiled
+    runtime packs, as cache_table lists them."""
     archives = [
         {
             "sha256": entry.sha256,
@@ -69,7 +74,14 @@ def cache_json(root: Path, entries: Sequence[CacheEntry]) -> str:
         for entry in entries
     ]
     total = sum(entry.size for entry in entries)
-    document = {"schema_version": 1, "cache": str(root), "archives": archives, "size": total}
+    compiled = [{"name": pack.name, "path": str(pack.path), "size": pack.size} for pack in packs]
+    document = {
+        "schema_version": 1,
+        "cache": str(root),
+        "archives": archives,
+        "size": total,
+        "packs": compiled,
+    }
     return json.dumps(document, indent=2)
 
 
