@@ -7,7 +7,10 @@ settings, by ISCC 6.4.1 under Wine in this run:
 - release 2: the same runtime, hello.exe changed: ISCC of its setup.iss (the pack reused,
   appended as it is by the Sign Tool bundlepack.cmd), target <= 10 s, and of its
   setup-web.iss, target <= the app's files + 1 MB (the pack's SHA-256 read from the record
-  the first release's web setup left).
+  the first release's web setup left);
+- installing (information, against `cp -r` of the same release folder in this run): the second
+  release's full setup, silently into an empty folder (it copies the pack out of itself,
+  checks its SHA-256 and runs it), then its web setup over that install (the pack kept).
 
 Run through benchmarks/run.py (`--only P12`); once (`--repeat` is ignored: the first release
 compresses the whole runtime). Needs what P9 needs (the test harness's Wine prefix with ISCC).
@@ -26,10 +29,11 @@ if TYPE_CHECKING:
 URL = "https://downloads.example.com/hello/packs"  # never asked: P12 only compiles
 SECOND_LIMIT_S = 10.0
 WEB_ALLOWANCE = 1_000_000  # the web setup may be the app's files plus 1 MB
+INSTALL_DIR = "C:\\P12"
 
 
 def p12_second_release(data: Data, repeat: int) -> list[Row]:
-    from benchmarks.run import Row
+    from benchmarks.run import Row, run
     from tests.support.inno import InnoSetup, Xvfb, iscc_path
 
     scratch = Path(tempfile.mkdtemp(prefix="p12-", dir=data.work))
@@ -46,6 +50,9 @@ def p12_second_release(data: Data, repeat: int) -> list[Row]:
         second_sample, full_size = _compile(harness, second / "setup.iss", scratch / "o2", packs)
         web_sample, web_size = _compile(harness, second / "setup-web.iss", scratch / "o3", packs)
         empty = _empty_setup(harness, scratch)
+        full_install = _install(harness, scratch / "o2", scratch / "full.log")
+        web_install = _install(harness, scratch / "o3", scratch / "web.log")
+        copy = run(["cp", "-r", str(second), str(scratch / "copy")])
     finally:
         harness.stop()
         display.stop()
@@ -68,7 +75,13 @@ def p12_second_release(data: Data, repeat: int) -> list[Row]:
         f"setup is {empty / 1e6:.2f} MB, so the web setup is that plus "
         f"{(web_size - empty) / 1e6:.2f} MB"
     )
-    return [once, again, web]
+    what = "the full setup installed (the pack copied out, checked, run)"
+    installed = Row("P12 install", what, "information")
+    installed.command, installed.yardstick = [full_install], [copy]
+    installed.yardstick_name = "cp -r of the release folder"
+    update = Row("P12 update", "the web setup installed over it (the pack kept)", "information")
+    update.command, update.unit = [web_install], "s"
+    return [once, again, web, installed, update]
 
 
 def _release(data: Data, scratch: Path, name: str, extra: bytes) -> Path:
@@ -99,6 +112,22 @@ def _compile(harness: object, script: Path, output: Path, packs: str) -> tuple[S
     sample = run([*command, harness.windows_path(script)], env=harness.env(WINEDEBUG="-all"))
     size = sum(path.stat().st_size for path in output.iterdir() if path.is_file())
     return sample, size
+
+
+def _install(harness: object, output: Path, log: Path) -> Sample:
+    """The setup ISCC wrote into `output`, run silently into INSTALL_DIR (exit code 0, or
+    Failed); the runtime must be there after it."""
+    from benchmarks.run import Failed, run
+    from tests.support.inno import InnoSetup
+
+    assert isinstance(harness, InnoSetup)
+    (setup,) = sorted(output.glob("*.exe"))
+    quiet = ["/VERYSILENT", "/SUPPRESSMSGBOXES", "/NORESTART", f"/DIR={INSTALL_DIR}"]
+    command = ["wine", str(setup), *quiet, f"/LOG={harness.windows_path(log)}"]
+    sample = run(command, env=harness.env(WINEDEBUG="-all"))
+    if not (harness.unix_path(INSTALL_DIR) / "onnxruntime.dll").is_file():
+        raise Failed(f"{setup.name} exited 0 but {INSTALL_DIR} holds no onnxruntime.dll ({log})")
+    return sample
 
 
 def _empty_setup(harness: object, scratch: Path) -> int:
