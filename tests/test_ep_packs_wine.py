@@ -444,7 +444,14 @@ def test_each_pack_refuses_an_ort_below_its_minimum(
         assert result.lines[0] == f"ort {version} api {api}", result
         for name, pack in PACKS.items():
             registration = pack["registration_name"]
-            lines = [line for line in result.lines if registration in line]
+            # The outcome of the registration only: a pack that registered may go on to list
+            # the devices it offers, and which those are depends on the host's processor.
+            lines = [
+                line
+                for line in result.lines
+                if line == f"registered {registration}"
+                or line.startswith(f"failed {registration}: ")
+            ]
             if release(version) >= release(pack["min_ort"]):
                 assert lines == [f"registered {registration}"], result
             else:
