@@ -34,7 +34,7 @@ _phase_free_log=$(mktemp)
     _phase_free_kb "${TMPDIR:-/tmp}" >>"$_phase_free_log"
     sleep 5
   done
-) &
+) </dev/null >/dev/null 2>&1 &
 _phase_sampler=$!
 _phase_free_start=$(_phase_free_kb "${TMPDIR:-/tmp}")
 
