@@ -4,6 +4,7 @@ fail under CI=true: CI must never pass by skipping them silently."""
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import shutil
 import subprocess
@@ -12,17 +13,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from filelock import FileLock
 
 pytest_plugins = [
     "tests.support.httpserver",
     "tests.support.wine",
     "tests.support.inno",
+    "tests.support.display",
     "tests.support.winpython",
     "tests.support.winbuild",
     "tests.support.mingw",
     "tests.support.scratch",
-]  # `http_server`, `wine`, `inno`, `win_python` and `win_builds` (the Windows tier), and the
-# programs built with mingw-w64: `mingw_build`, `standins`, `doctor_exe`; the disk watch
+]  # `http_server`, `wine`, `display_wine`, `inno`, `win_python` and `win_builds` (the Windows
+# tier), the programs built with mingw-w64 (`mingw_build`, `standins`, `doctor_exe`); the disk
+# watch
 
 REPO = Path(__file__).resolve().parent.parent
 # Defined once for every test module: the example app and the 1.19.2 profiles most tests use.
@@ -159,12 +163,25 @@ def fetch(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
 def gpu_fetch(
     real_dlls: RealDlls, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    """One `bundle fetch` of the GPU profile per session into a fresh cache (pip pointed at the
-    pinned wheels); later tests build from that cache with hard links."""
-    cache = tmp_path_factory.mktemp("fetch") / "cache"
-    return cache, fetch(
-        "--profile", "ort-1.19.2-gpu-cuda12", "--cache-dir", str(cache), "--json", env=pip_env()
-    )
+    """One `bundle fetch` of the GPU profile per run into a fresh cache (pip pointed at the
+    pinned wheels); later tests build from that cache with hard links. With pytest-xdist the
+    first worker that needs it fetches, under a file lock in the folder the workers share, and
+    the others take its cache and its recorded result: a fetch writes ~4 GB."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's folder, above each worker's own
+    shared = root / "gpu-fetch"
+    record = shared / "result.json"
+    with FileLock(root / "gpu-fetch.lock"):
+        if not record.is_file():
+            shared.mkdir(exist_ok=True)
+            done = fetch(
+                *("--profile", GPU, "--cache-dir", str(shared / "cache"), "--json"), env=pip_env()
+            )
+            fields = {"returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
+            record.write_text(json.dumps({"args": done.args, **fields}), encoding="utf-8")
+    recorded = json.loads(record.read_text(encoding="utf-8"))
+    return shared / "cache", subprocess.CompletedProcess(**recorded)
 
 
 @pytest.fixture(scope="session")
@@ -198,7 +215,7 @@ def cpu_cache(real_dlls: RealDlls, tmp_path_factory: pytest.TempPathFactory) -> 
 # Fixtures that start a real tool or bring real data: a test using one is in the slow tier.
 REAL_TOOL_FIXTURES = frozenset(
     {"wine", "inno", "xbuild", "standins", "mingw_build", "doctor_exe", "real_dlls", "gpu_cache"}
-    | {"cpu_cache"}
+    | {"cpu_cache", "display_wine"}
     | {"win_python", "win_wine"}
 )
 REAL_TOOL_MODULES = (
@@ -217,7 +234,7 @@ POSIX_ONLY_FIXTURES = {
 }
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark the slow tier: `pytest -m "not real_tools"` runs the fast unit tests alone, the
     README's `python -m pytest` runs everything. The Windows unit tier (tests/
     test_windows_unit_tier.py) runs `-m "not real_tools and not posix_only"`."""
@@ -229,6 +246,46 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if slow or named or fixtures & REAL_TOOL_FIXTURES or module in REAL_TOOL_MODULES:
             item.add_marker(pytest.mark.real_tools)
         mark_posix_only(item, fixtures)
+    if getattr(config.option, "numprocesses", None):
+        share_out(items)
+
+
+# The Windows tier, one group per CPython version: each is a prefix of its own and the longest
+# work of the run, so it goes first, one version on each worker.
+WINDOWS_TIER = {"win_python", "win_wine"}
+
+
+def share_out(items: list[pytest.Item]) -> None:
+    """How pytest-xdist (`-n 2 --dist loadgroup`, pyproject.toml) shares the tests between its
+    workers: a group runs on one worker, in order, so what a group shares is built once.
+
+    - the Windows tier: one group per CPython version, first;
+    - every other module with a real-tools test: the module as one group, so its module
+      fixtures (a build, a prefix's state) are made once;
+    - the fast tests: one by one, to whichever worker is free, last.
+
+    Session fixtures are per worker; the costly one that both workers need, the GPU fetch, is
+    shared through a file lock (`gpu_fetch`)."""
+    heavy = {module_of(item) for item in items if item.get_closest_marker("real_tools")}
+    ranks: dict[str, int] = {}
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        callspec = getattr(item, "callspec", None)
+        if fixtures & WINDOWS_TIER:
+            version = callspec.params.get("win_python", "any") if callspec else "any"
+            group, rank = f"windows-{version}", 0
+        elif module_of(item) in heavy:
+            group, rank = module_of(item), 1
+        else:
+            ranks[item.nodeid] = 2
+            continue
+        item.add_marker(pytest.mark.xdist_group(group))
+        ranks[item.nodeid] = rank
+    items.sort(key=lambda item: ranks[item.nodeid])  # stable: each group keeps its order
+
+
+def module_of(item: pytest.Item) -> str:
+    return item.nodeid.split("::")[0]
 
 
 def mark_posix_only(item: pytest.Item, fixtures: set[str]) -> None:

@@ -47,11 +47,9 @@ from bundler.resources import doctor_exe as shipped_doctor_exe
 from tests.conftest import HELLO, REPO, pip_env, require
 from tests.support import doctor as data
 from tests.support.doctor import DRIVER_516, DRIVER_551, DRIVER_581, Machine
-from tests.support.inno import Xvfb
 from tests.support.mingw import run_build_script
-from tests.support.wine import NATIVE_VC_RUNTIME, Wine, require_wine
+from tests.support.wine import NATIVE_VC_RUNTIME, Wine
 from tests.test_build import linked_copy
-from tests.test_ep_packs_wine import DisplayWine
 
 pytestmark = pytest.mark.real_tools
 
@@ -718,24 +716,6 @@ def test_packs_without_a_display_has_no_dxgi_adapter(wine: Wine, cpu_app: Path) 
             "no",
             f"no Intel CPU or GPU: the CPU is {CPU_VENDOR}; adapters: {NO_DXGI}",
         )
-
-
-@pytest.fixture(scope="module")
-def display_wine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wine]:
-    """A prefix of its own on an Xvfb display: Wine's DXGI then has one adapter (wined3d on
-    the display's OpenGL) and its d3d12 a device (vkd3d on Mesa's Vulkan, lavapipe)."""
-    require_wine()
-    require(shutil.which("Xvfb") is not None, "Xvfb is not installed (apt-get install xvfb)")
-    root = tmp_path_factory.mktemp("doctor-display")
-    xvfb = Xvfb(root / "xvfb.log")
-    harness = DisplayWine(root / "prefix", xvfb.start())
-    try:
-        harness.start()
-        yield harness
-    finally:
-        harness.stop()
-        xvfb.stop()
-        shutil.rmtree(harness.prefix, ignore_errors=True)
 
 
 # Mesa's software Vulkan driver (Debian 12: mesa-vulkan-drivers), which vkd3d needs for D3D12.

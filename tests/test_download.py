@@ -334,7 +334,9 @@ def test_stalled_server_fails_with_timeout(
     elapsed = time.monotonic() - started
     message = str(caught.value)
     assert "failed after 2 attempts: the server stopped sending data for 0.5 s" in message
-    assert 0.9 < elapsed < 3.0
+    # two attempts of a 0.5 s read timeout; under 5 s, the stall's length: the timeout cut
+    # it (not a time limit on the machine: a loaded one takes longer, never 5 s more)
+    assert 0.9 < elapsed < 5.0
     resume = f"bytes={sent_before_stall}-" if sent_before_stall else None
     assert ranges(http_server) == [(None, 200), (resume, 206 if resume else 200)]
     assert not dest.exists()

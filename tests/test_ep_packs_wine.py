@@ -38,10 +38,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, pip_env, require, test_cache_dir
-from tests.support.inno import Xvfb
+from tests.support.display import DisplayWine
 from tests.support.mingw import DLLTOOL, GCC, run_build_script
 from tests.support.scratch import scratch
-from tests.support.wine import NATIVE_VC_RUNTIME, SERVER_TIMEOUT, Wine, WineRun, require_wine
+from tests.support.wine import NATIVE_VC_RUNTIME, WineRun
 
 pytestmark = pytest.mark.real_tools
 
@@ -72,52 +72,12 @@ def windows_path(path: Path) -> str:
 # --- the machine ---------------------------------------------------------------------------
 
 
-class DisplayWine(Wine):
-    """A private prefix whose every Wine call sees one Xvfb display (DXGI needs a screen).
-
-    With a display, a program's first window (ORT's DXGI probe, COM's apartment window) needs
-    the desktop process, explorer.exe /desktop; started by a run, it inherits the run's pipes
-    and the run ends only when it does, 5-20 s later. So `start` opens a window that stays
-    (notepad, its output to the log) and the desktop lives as long as the prefix."""
-
-    def __init__(self, prefix: Path, display: str) -> None:
-        super().__init__(prefix)
-        self.display = display
-        self._window: subprocess.Popen[str] | None = None
-
-    def env(self, **extra: str) -> dict[str, str]:
-        return {**super().env(**extra), "DISPLAY": self.display}
-
-    def start(self) -> None:
-        if self._up:
-            return
-        super().start()
-        self._window = self.background("notepad.exe", to_log=True)
-
-    def stop(self) -> None:
-        super().stop()  # wineserver -k ends notepad too
-        if self._window is not None:
-            self._window.wait(timeout=SERVER_TIMEOUT)
-            self._window = None
-
-
 @pytest.fixture(scope="module")
-def ep_wine(tmp_path_factory: pytest.TempPathFactory, standins: Path) -> Iterator[DisplayWine]:
-    require_wine()
-    require(shutil.which("Xvfb") is not None, "Xvfb is not installed (apt-get install xvfb)")
-    root = tmp_path_factory.mktemp("ep-wine")
-    xvfb = Xvfb(root / "xvfb.log")
-    wine = DisplayWine(root / "prefix", xvfb.start())
-    try:
-        wine.start()
-        system32 = wine.prefix / "drive_c" / "windows" / "system32"
-        for driver in DRIVERS:
-            shutil.copyfile(standins / driver, system32 / Path(driver).name)
-        yield wine
-    finally:
-        wine.stop()
-        xvfb.stop()
-        shutil.rmtree(wine.prefix, ignore_errors=True)
+def ep_wine(display_wine: DisplayWine, standins: Path) -> Iterator[DisplayWine]:
+    """The session's display prefix with the driver stand-ins in its System32 for this
+    module's tests, and without them again after."""
+    with display_wine.drivers_installed([standins / driver for driver in DRIVERS]):
+        yield display_wine
 
 
 @pytest.fixture(scope="module")

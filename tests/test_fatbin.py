@@ -447,11 +447,11 @@ def test_the_measured_facts(key: str) -> None:
 
 
 @pytest.mark.real_tools
-def test_the_gpu_bundle_reads_fast(tmp_path: Path) -> None:
-    """Headers only: the 1.19.2 bundle's 2.5 GB of DLLs take milliseconds once cached (a
-    reader that loaded the files would take seconds)."""
-    import time
-
+def test_the_gpu_bundle_reads_headers_only(tmp_path: Path) -> None:
+    """Headers only: of the 1.19.2 bundle's 2.6 GB of DLLs the reader reads about an eighth
+    (each section's table and every fat binary entry's header, in buffered reads: 322 MB
+    measured), where one that loaded the files would read them all. Counted, not timed: the
+    bytes this process read (rchar of /proc/self/io), so a loaded machine cannot fail it."""
     from tools.fetch_test_wheels import dll_folder, pinned_wheels
 
     dlls = []
@@ -462,9 +462,16 @@ def test_the_gpu_bundle_reads_fast(tmp_path: Path) -> None:
             f"{wheel} not extracted: run python tools/fetch_test_wheels.py",
         )
         dlls += sorted(dll_folder(folder).glob("*.dll"))
-    for dll in dlls:  # warm the page cache for the headers read
-        read_gpu_code(dll)
-    started = time.perf_counter()
+    before = bytes_read()
     found = [code for code in map(read_gpu_code, dlls) if code is not None]
+    read = bytes_read() - before
     assert len(found) >= 8  # the provider, cuBLAS, cuDNN, cuFFT
-    assert time.perf_counter() - started < 1.0
+    assert 0 < read < sum(dll.stat().st_size for dll in dlls) / 4, read
+
+
+def bytes_read() -> int:
+    """What this process has read through read() calls so far (Linux's /proc/self/io)."""
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise AssertionError("/proc/self/io has no rchar line")

@@ -46,6 +46,9 @@ def test_the_portable_unit_tests_pass_under_cpython_for_windows(
     try:
         result = win_python.python(
             *("-m", "pytest", "-m", SELECTION, "-p", "no:cacheprovider", "-q", "-rfEs"),
+            # one process: the tier has no pytest-xdist, and its options are the outer run's
+            "-o",
+            "addopts=--strict-markers",
             f"--basetemp={winpath(tmp_path / 'basetemp')}",
             "tests",
             cwd=REPO,

@@ -45,9 +45,11 @@ class LowWater:
             self.free, self.after = free, test
 
 
-LOW_WATER = pytest.StashKey[LowWater]()
-WRITES = pytest.StashKey["Counter[str]"]()
 BLOCK = Path("/sys/block")
+# Each measure travels in the test's report (user_properties), so that with pytest-xdist the
+# controlling process, which prints the summary, sees what every worker measured.
+FREE, WRITTEN = "disk_free_bytes", "disk_bytes_written"
+STARTED = pytest.StashKey[int]()
 
 
 def bytes_written() -> int:
@@ -62,18 +64,9 @@ def bytes_written() -> int:
     return total
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.stash[LOW_WATER] = LowWater()
-    config.stash[WRITES] = Counter()
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(item: pytest.Item) -> Iterator[object]:
-    before = bytes_written()
-    try:
-        return (yield)
-    finally:
-        item.config.stash[WRITES][item.nodeid] += bytes_written() - before
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    item.stash[STARTED] = bytes_written()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -83,16 +76,43 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         return (yield)
     finally:
         root = item.config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
-        item.config.stash[LOW_WATER].see(shutil.disk_usage(root).free, item.nodeid)
+        item.user_properties.append((FREE, shutil.disk_usage(root).free))
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    low = terminalreporter.config.stash[LOW_WATER]
-    if low.free >= 0:
-        terminalreporter.write_line(
-            f"disk: least free space {low.free / 1e9:.1f} GB, after {low.after}"
-        )
-    report_writes(terminalreporter, terminalreporter.config.stash[WRITES])
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[object]:
+    """The bytes written from the test's set-up to the end of its teardown."""
+    if call.when == "teardown" and STARTED in item.stash:
+        item.user_properties.append((WRITTEN, bytes_written() - item.stash[STARTED]))
+    return (yield)
+
+
+class DiskWatch:
+    """What the reports say, gathered where the summary is printed."""
+
+    def __init__(self) -> None:
+        self.low = LowWater()
+        self.writes: Counter[str] = Counter()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "teardown":
+            return
+        for name, value in report.user_properties:
+            if name == FREE:
+                self.low.see(int(value), report.nodeid)
+            elif name == WRITTEN:
+                self.writes[report.nodeid] += int(value)
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.low.free >= 0:
+            terminalreporter.write_line(
+                f"disk: least free space {self.low.free / 1e9:.1f} GB, after {self.low.after}"
+            )
+        report_writes(terminalreporter, self.writes)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(DiskWatch(), "disk-watch")
 
 
 def report_writes(terminal: pytest.TerminalReporter, writes: Counter[str]) -> None:
