@@ -90,9 +90,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 class DiskWatch:
     """What the reports say, gathered where the summary is printed."""
 
-    def __init__(self) -> None:
+    def __init__(self, workers: int) -> None:
         self.low = LowWater()
         self.writes: Counter[str] = Counter()
+        self.workers = workers
+        self.started = bytes_written()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "teardown":
@@ -108,21 +110,28 @@ class DiskWatch:
             terminalreporter.write_line(
                 f"disk: least free space {self.low.free / 1e9:.1f} GB, after {self.low.after}"
             )
-        report_writes(terminalreporter, self.writes)
+        report_writes(terminalreporter, self.writes, bytes_written() - self.started, self.workers)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.pluginmanager.register(DiskWatch(), "disk-watch")
+    workers = int(getattr(config.option, "numprocesses", 0) or 0)
+    config.pluginmanager.register(DiskWatch(workers), "disk-watch")
 
 
-def report_writes(terminal: pytest.TerminalReporter, writes: Counter[str]) -> None:
-    """The 15 tests and the 10 modules that wrote the most, and the total."""
-    if not sum(writes.values()):
+def report_writes(
+    terminal: pytest.TerminalReporter, writes: Counter[str], total: int, workers: int
+) -> None:
+    """The run's bytes written, then the 15 tests and the 10 modules that wrote the most. The
+    counters are the machine's: with workers, a test's figure also holds what the others wrote
+    meanwhile (the run's total does not); `-n 0` gives each test its own."""
+    if not total:
         return
     modules: Counter[str] = Counter()
     for nodeid, written in writes.items():
         modules[nodeid.split("::")[0]] += written
-    terminal.write_sep("=", f"bytes written: {sum(writes.values()) / 1e9:.1f} GB in all")
+    terminal.write_sep("=", f"bytes written: {total / 1e9:.1f} GB by this run")
+    if workers:
+        terminal.write_line(f"(with {workers} workers: each figure below includes the others')")
     for nodeid, written in writes.most_common(15):
         terminal.write_line(f"{written / 1e9:7.2f} GB  {nodeid}")
     terminal.write_line("by module:")
