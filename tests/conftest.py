@@ -253,6 +253,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # The Windows tier, one group per CPython version: each is a prefix of its own and the longest
 # work of the run, so it goes first, one version on each worker.
 WINDOWS_TIER = {"win_python", "win_wine"}
+# The modules that share a prefix with state (a booted Inno Setup prefix, the display prefix):
+# one group each, so that one worker boots it (20-30 s and ~700 MB each) and sets its state.
+PREFIX_GROUPS = {"inno": 1, "display_wine": 2}
 
 
 def share_out(items: list[pytest.Item]) -> None:
@@ -260,24 +263,34 @@ def share_out(items: list[pytest.Item]) -> None:
     workers: a group runs on one worker, in order, so what a group shares is built once.
 
     - the Windows tier: one group per CPython version, first;
+    - the modules of the Inno Setup prefix, then those of the display prefix: one group each;
     - every other module with a real-tools test: the module as one group, so its module
       fixtures (a build, a prefix's state) are made once;
     - the fast tests: one by one, to whichever worker is free, last.
 
-    Session fixtures are per worker; the costly one that both workers need, the GPU fetch, is
-    shared through a file lock (`gpu_fetch`)."""
+    Session fixtures are per worker; the costly one that several workers need, the GPU fetch,
+    is shared through a file lock (`gpu_fetch`)."""
     heavy = {module_of(item) for item in items if item.get_closest_marker("real_tools")}
+    module_prefixes: dict[str, set[str]] = {}
+    for item in items:
+        used = set(getattr(item, "fixturenames", ())) & PREFIX_GROUPS.keys()
+        if not set(getattr(item, "fixturenames", ())) & WINDOWS_TIER:
+            module_prefixes.setdefault(module_of(item), set()).update(used)
     ranks: dict[str, int] = {}
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         callspec = getattr(item, "callspec", None)
+        prefixes = module_prefixes.get(module_of(item), set())
         if fixtures & WINDOWS_TIER:
             version = callspec.params.get("win_python", "any") if callspec else "any"
             group, rank = f"windows-{version}", 0
+        elif prefixes:
+            group = min(prefixes, key=PREFIX_GROUPS.__getitem__)
+            rank = PREFIX_GROUPS[group]
         elif module_of(item) in heavy:
-            group, rank = module_of(item), 1
+            group, rank = module_of(item), 3
         else:
-            ranks[item.nodeid] = 2
+            ranks[item.nodeid] = 4
             continue
         item.add_marker(pytest.mark.xdist_group(group))
         ranks[item.nodeid] = rank

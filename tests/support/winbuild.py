@@ -62,6 +62,12 @@ class WinBuilds:
         self.app.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(HELLO, self.app)
 
+    def release(self) -> None:
+        """Remove the fetched caches (the next `cache(profile)` fetches again)."""
+        for profile in list(self.fetched):
+            shutil.rmtree(self.root / profile, ignore_errors=True)
+            del self.fetched[profile]
+
     def bundle(
         self, *args: str, cwd: Path | None = None, timeout: float = BUILD_TIMEOUT
     ) -> subprocess.CompletedProcess[str]:
@@ -100,14 +106,39 @@ class WinBuilds:
         return data
 
 
+BUILDS = pytest.StashKey[dict[str, WinBuilds]]()
+
+
 @pytest.fixture(scope="session")
 def win_builds(
-    win_python: WinPython, tmp_path_factory: pytest.TempPathFactory
+    win_python: WinPython, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[WinBuilds]:
     """Fetched caches for `win_python`'s version; removed when its tests are done."""
     mirror()
     root = tmp_path_factory.mktemp(f"win{win_python.minor}-caches")
+    builds = WinBuilds(win_python, root)
+    request.config.stash.setdefault(BUILDS, {})[win_python.minor] = builds
     try:
-        yield WinBuilds(win_python, root)
+        yield builds
     finally:
+        request.config.stash[BUILDS].pop(win_python.minor, None)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def version_of(item: pytest.Item | None) -> str | None:
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("win_python") if callspec else None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """A version's caches go as soon as the next test is not of that version: with
+    pytest-xdist each worker holds one version's session fixture to the end of the run, and
+    the caches are ~8 GB (serially, the next version's instance replaces it). A later test of
+    the version fetches again (`cache`)."""
+    version = version_of(item)
+    if version is None or version == version_of(nextitem):
+        return
+    builds = item.config.stash.get(BUILDS, {}).get(version)
+    if builds is not None:
+        builds.release()
