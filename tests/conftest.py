@@ -271,24 +271,24 @@ def share_out(items: list[pytest.Item]) -> None:
     Session fixtures are per worker; the costly one that several workers need, the GPU fetch,
     is shared through a file lock (`gpu_fetch`)."""
     heavy = {module_of(item) for item in items if item.get_closest_marker("real_tools")}
-    module_prefixes: dict[str, set[str]] = {}
+    prefixes: dict[str, set[str]] = {}  # by module, outside the Windows tier
     for item in items:
-        used = set(getattr(item, "fixturenames", ())) & PREFIX_GROUPS.keys()
-        if not set(getattr(item, "fixturenames", ())) & WINDOWS_TIER:
-            module_prefixes.setdefault(module_of(item), set()).update(used)
+        if not fixtures_of(item) & WINDOWS_TIER:
+            prefixes.setdefault(module_of(item), set()).update(
+                fixtures_of(item) & PREFIX_GROUPS.keys()
+            )
     ranks: dict[str, int] = {}
     for item in items:
-        fixtures = set(getattr(item, "fixturenames", ()))
-        callspec = getattr(item, "callspec", None)
-        prefixes = module_prefixes.get(module_of(item), set())
-        if fixtures & WINDOWS_TIER:
+        module = module_of(item)
+        if fixtures_of(item) & WINDOWS_TIER:
+            callspec = getattr(item, "callspec", None)
             version = callspec.params.get("win_python", "any") if callspec else "any"
             group, rank = f"windows-{version}", 0
-        elif prefixes:
-            group = min(prefixes, key=PREFIX_GROUPS.__getitem__)
+        elif prefixes.get(module):
+            group = min(prefixes[module], key=PREFIX_GROUPS.__getitem__)
             rank = PREFIX_GROUPS[group]
-        elif module_of(item) in heavy:
-            group, rank = module_of(item), 3
+        elif module in heavy:
+            group, rank = module, 3
         else:
             ranks[item.nodeid] = 4
             continue
@@ -299,6 +299,10 @@ def share_out(items: list[pytest.Item]) -> None:
 
 def module_of(item: pytest.Item) -> str:
     return item.nodeid.split("::")[0]
+
+
+def fixtures_of(item: pytest.Item) -> set[str]:
+    return set(getattr(item, "fixturenames", ()))
 
 
 def mark_posix_only(item: pytest.Item, fixtures: set[str]) -> None:
