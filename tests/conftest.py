@@ -250,20 +250,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         share_out(items)
 
 
-# The Windows tier, one group per CPython version: each is a prefix of its own and the longest
-# work of the run, so it goes first, one version on each worker.
+# The Windows tier, one group per CPython version (each has a prefix of its own). Scheduling,
+# by rank: the first two groups start on the two workers, the next two queue behind them in
+# turn. The newest version's group (the longest) starts on one worker with the display
+# prefix's behind it; the Inno Setup prefix's starts on the other, the older version's behind
+# it. So the two Windows builds of the GPU profile (each ~9 GB of caches and ~5 GB of copies
+# while its module runs) and the GPU setup (~4 GB) are not on disk at the same time.
 WINDOWS_TIER = {"win_python", "win_wine"}
 # The modules that share a prefix with state (a booted Inno Setup prefix, the display prefix):
 # one group each, so that one worker boots it (20-30 s and ~700 MB each) and sets its state.
 PREFIX_GROUPS = {"inno": 1, "display_wine": 2}
+OLDER_WINDOWS, OTHER_REAL_TOOLS, FAST = 3, 4, 5
 
 
 def share_out(items: list[pytest.Item]) -> None:
     """How pytest-xdist (`-n 2 --dist loadgroup`, pyproject.toml) shares the tests between its
     workers: a group runs on one worker, in order, so what a group shares is built once.
 
-    - the Windows tier: one group per CPython version, first;
-    - the modules of the Inno Setup prefix, then those of the display prefix: one group each;
+    - the Windows tier, one group per CPython version, and the modules of the Inno Setup
+      prefix and of the display prefix, one group each: first, in the order WINDOWS_TIER's
+      comment gives;
     - every other module with a real-tools test: the module as one group, so its module
       fixtures (a build, a prefix's state) are made once;
     - the fast tests: one by one, to whichever worker is free, last.
@@ -277,20 +283,21 @@ def share_out(items: list[pytest.Item]) -> None:
             prefixes.setdefault(module_of(item), set()).update(
                 fixtures_of(item) & PREFIX_GROUPS.keys()
             )
+    versions = {windows_version(item) for item in items} - {""}
+    newest = max(versions, key=lambda v: tuple(map(int, v.split("."))), default="")
     ranks: dict[str, int] = {}
     for item in items:
         module = module_of(item)
         if fixtures_of(item) & WINDOWS_TIER:
-            callspec = getattr(item, "callspec", None)
-            version = callspec.params.get("win_python", "any") if callspec else "any"
-            group, rank = f"windows-{version}", 0
+            version = windows_version(item)
+            group, rank = f"windows-{version}", 0 if version == newest else OLDER_WINDOWS
         elif prefixes.get(module):
             group = min(prefixes[module], key=PREFIX_GROUPS.__getitem__)
             rank = PREFIX_GROUPS[group]
         elif module in heavy:
-            group, rank = module, 3
+            group, rank = module, OTHER_REAL_TOOLS
         else:
-            ranks[item.nodeid] = 4
+            ranks[item.nodeid] = FAST
             continue
         item.add_marker(pytest.mark.xdist_group(group))
         ranks[item.nodeid] = rank
@@ -303,6 +310,12 @@ def module_of(item: pytest.Item) -> str:
 
 def fixtures_of(item: pytest.Item) -> set[str]:
     return set(getattr(item, "fixturenames", ()))
+
+
+def windows_version(item: pytest.Item) -> str:
+    """The CPython for Windows a test runs under ("" outside the Windows tier)."""
+    callspec = getattr(item, "callspec", None)
+    return str(callspec.params.get("win_python", "")) if callspec else ""
 
 
 def mark_posix_only(item: pytest.Item, fixtures: set[str]) -> None:
