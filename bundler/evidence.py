@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -79,6 +79,8 @@ class Evidence:
     ops: dict[str, OpLoads]
     provider_options: dict[str, str] = field(default_factory=dict)  # {} = the EP's defaults
     fusions: tuple[Fusion, ...] = ()
+    # ops of the release with no row, each with why (no probe model, ORT refused it, ...)
+    unmeasured: dict[str, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -169,12 +171,18 @@ def load_evidence(path: Path, fusions: tuple[Fusion, ...] | None = None) -> Evid
     options = _options(table)
     # provenance for people: how it was measured, and which CUDA ops have no row
     table.string("probe", ""), table.string("kernels", ""), table.integer("configurations", 0)
-    table.strings("unmeasured", ())
     rows = {row.op: row for row in map(_op_row, table.tables("ops"))}
+    unmeasured = dict(map(_unmeasured, table.tables("unmeasured", [])))
     found = load_fusions() if fusions is None else fusions
-    return table.finished(
-        Evidence(path, ort, cuda, cudnn, platform, gpu, measured, raw, every, rows, options, found)
+    evidence = Evidence(
+        path, ort, cuda, cudnn, platform, gpu, measured, raw, every, rows, options, found
     )
+    return table.finished(replace(evidence, unmeasured=unmeasured))
+
+
+def _unmeasured(table: Table) -> tuple[str, str]:
+    """An op of the release without a row, and why (bundle prunes nothing for it)."""
+    return table.finished((table.string("op"), table.string("reason")))
 
 
 def _options(table: Table) -> dict[str, str]:

@@ -424,3 +424,23 @@ def test_two_models_of_one_file_name_are_refused(ort_release: str, tmp_path: Pat
     assert result.returncode == ExitCode.CONFIG, result.stderr
     assert "have one file name" in result.stderr and "rename one" in result.stderr
     assert not out.exists()
+
+
+def test_the_child_feeds_a_scalar_input_as_an_array() -> None:
+    """A scalar input (an If's condition, a Loop's trip count) is fed as a 0-D array: ORT's
+    Python binding refuses a bare numpy scalar ("Unable to handle object of type
+    numpy.bool", seen with the If probe model of tools/probe_ops.py)."""
+    import numpy as np
+
+    from bundler.measure.child import feeds
+
+    class Arg:
+        def __init__(self, name: str, kind: str, shape: list[object]) -> None:
+            self.name, self.type, self.shape = name, kind, shape
+
+    args = [Arg("cond", "tensor(bool)", []), Arg("x", "tensor(float)", []),
+            Arg("trips", "tensor(int64)", []), Arg("mask", "tensor(int64)", ["batch", 8])]  # fmt: skip
+    fed = feeds(np, args, {"batch": 2})
+    assert all(isinstance(value, np.ndarray) for value in fed.values())
+    assert [fed[name].shape for name in ("cond", "x", "trips")] == [(), (), ()]
+    assert fed["mask"].shape == (2, 8)

@@ -199,7 +199,40 @@ def table(raw: dict[str, Any], kernels: dict[str, Any] | None, raw_name: str, cu
         row = derived[op]
         lines += ["", "[[ops]]", f"op = {json.dumps(op)}", "loads = []", "configurations = 0"]
         lines += [f'basis = "{row["basis"]}"', f"note = {json.dumps(row['note'])}"]
+    if kernels:
+        for op, reason in sorted(unmeasured(raw, kernels, set(rows) | set(derived)).items()):
+            lines += ["", "[[unmeasured]]", f"op = {json.dumps(op)}"]
+            lines += [f"reason = {json.dumps(reason)}"]
     return "\n".join(lines) + "\n"
+
+
+def wanted_ops(kernels: dict[str, Any]) -> set[str]:
+    """The ops a table owes a row or a reason: every op of the installed onnx package's schema
+    set, and every ONNX and com.microsoft op with a CUDA kernel in the release."""
+    from onnx import defs
+
+    onnx_ops = {s.name for s in defs.get_all_schemas_with_history() if s.domain in DOMAINS}
+    ours = {op for op in cuda_ops(kernels) if ":" not in op or op.startswith("com.microsoft:")}
+    return onnx_ops | ours
+
+
+def unmeasured(raw: dict[str, Any], kernels: dict[str, Any], done: set[str]) -> dict[str, str]:
+    """op -> why it has no row: the first error of its configurations (a model onnx or the
+    probe could not build, or one ORT refused), else that no probe model exists for it."""
+    known = {op_key(s["domain"], s["op"]) for s in kernels["schemas"]}
+    errors: dict[str, str] = {}
+    for item in [*raw.get("unbuilt", ()), *(r for r in raw["results"] if not r["ok"])]:
+        errors.setdefault(op_of(item), f"{item['model']}: {item.get('error')}")
+    reasons = {}
+    release = kernels["onnxruntime"]
+    for op in sorted(wanted_ops(kernels) - done):
+        if op in errors:
+            reasons[op] = f"every configuration failed; the first: {errors[op]}"[:400]
+        elif op not in known:
+            reasons[op] = f"ONNX Runtime {release} has no schema for it (a newer ONNX op)"
+        else:
+            reasons[op] = "no probe model builds it (tools/probe_matrix.py, tools/probe_ops.py)"
+    return reasons
 
 
 def _header(
@@ -220,17 +253,14 @@ def _header(
             "configuration, and the matrix's rows are unmeasured, so nothing is pruned for them)"
         )
     )
-    unmeasured = []
-    if kernels:
-        ours = {op for op in cuda_ops(kernels) if ":" not in op or op.startswith("com.microsoft:")}
-        unmeasured = sorted(ours - set(rows))
     defaults = sum(1 for r in raw["results"] if not r.get("options"))
     lines = [
         "# Which run-time-loaded libraries ONNX Runtime's CUDA EP loads, per op: the union over",
         "# the op's configurations, each a tiny model run once in a fresh process, by Windows DLL",
         f"# names. Written by tools/evidence_table.py from {raw_name} (beside this file).",
         *(f"# Some configurations measured again: {name}." for name in raw.get("more", ())),
-        "# An op without a row makes bundle prune nothing; `basis` says how a row was made.",
+        "# An op without a row makes bundle prune nothing; `basis` says how a row was made;",
+        "# [[unmeasured]] says why an op of the release has none.",
         f"# Measured with {probe}.",
         "# Measured with the CUDA EP's default options. Other options measured, where they change",
         "# what an op loads:",
@@ -250,7 +280,6 @@ def _header(
     ]
     if kernels:
         lines += [f"kernels = {json.dumps(kernels.get('file', 'kernels.json'))}"]
-        lines += [f"unmeasured = {json.dumps(unmeasured)}"]
     return lines
 
 
@@ -273,10 +302,14 @@ def main() -> None:
     args = parser.parse_args()
     raw = json.loads(read_text(args.raw))
     for more in args.more:  # later measurements of some configurations: theirs replace
-        extra = json.loads(read_text(more))["results"]
+        later = json.loads(read_text(more))
+        extra = later["results"]
         again = {result["model"] for result in extra}
         raw.setdefault("more", []).append(more.name)
         raw["results"] = [r for r in raw["results"] if r["model"] not in again] + extra
+        tried = {op_of(item) for item in [*extra, *later.get("unbuilt", ())]}
+        kept = [item for item in raw.get("unbuilt", ()) if op_of(item) not in tried]
+        raw["unbuilt"] = kept + later.get("unbuilt", [])
     kernels = json.loads(read_text(args.kernels)) if args.kernels else None
     if kernels is not None:
         kernels["file"] = args.kernels.name

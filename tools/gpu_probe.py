@@ -84,6 +84,8 @@ LEVELS = {
 }
 APPS = ("transformer", "conv")
 OPTIONS_ENV = "GPU_PROBE_OPTIONS"  # the CUDA EP's options for a child, as a JSON object
+DIMS_ENV = "GPU_PROBE_DIMS"  # named dynamic dimensions of a model's inputs (JSON)
+ONES_ENV = "GPU_PROBE_ONES"  # inputs fed all ones (JSON list of names)
 SCRIPT = Path(__file__).resolve()
 # bundle measure's measuring child: standard library only, like this script
 sys.path.insert(0, str(SCRIPT.parent.parent / "bundler" / "measure"))
@@ -366,8 +368,14 @@ def _mapped() -> set[str]:
 
 def _feeds(np: Any, session: Any) -> dict[str, Any]:
     """Seeded random inputs, as bundle measure's child makes them: floats in [0.5, 1.5) (Log,
-    Sqrt, Pow stay finite), ints 0 or 1; dynamic dimensions 1."""
-    return dict(measuring.feeds(np, session.get_inputs(), {}))
+    Sqrt, Pow stay finite), ints 0 or 1; a named dynamic dimension as `$GPU_PROBE_DIMS` (JSON,
+    name -> size: an LLM's past and total lengths must agree) gives it, else 1; the inputs
+    `$GPU_PROBE_ONES` names (a JSON list) are all ones."""
+    dims = json.loads(os.environ.get(DIMS_ENV) or "{}")
+    fed = dict(measuring.feeds(np, session.get_inputs(), dims))
+    for name in json.loads(os.environ.get(ONES_ENV) or "[]"):  # an LLM's attention mask
+        fed[name] = np.ones_like(fed[name])
+    return fed
 
 
 def _options(ort: Any, level: str, profile_prefix: str | None = None) -> Any:

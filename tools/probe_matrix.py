@@ -885,7 +885,10 @@ def matrix(kernels: list[dict[str, Any]] | None = None, also: Iterable[str] = ()
             return list(FLOATS)
         return by_op.get(op) or by_op.get(_ms(op)) or ["float"]
 
-    configs = [config for family in HAND for config in family(types)]
+    import probe_ops  # the hand builders of issue 42 (they import this module)
+
+    families = (*HAND, *probe_ops.FAMILIES)
+    configs = [config for family in families for config in family(types)]
     configs += list(_with_options(configs))
     if kernels is None and also:  # no kernel list: every op of `also`, float and float16
         hand = {config.op for config in configs}

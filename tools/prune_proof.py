@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -51,11 +52,17 @@ def folder_of(target: Path, folders: tuple[Path, ...], left_out: set[str]) -> Pa
     return target
 
 
-def prove(args: argparse.Namespace, model: Path, libs: Path, out: Path) -> dict[str, Any]:
+def prove(
+    args: argparse.Namespace, model: Path, libs: Path, out: Path, entry: dict[str, Any]
+) -> dict[str, Any]:
+    """tools/gpu_probe.py prove; the entry's `dims` size the model's named dynamic dimensions,
+    its `ones` name the inputs fed all ones (models.json, tools/export_llm.py)."""
     command = [sys.executable, str(PROBE), "prove", "--ort-dir", str(args.ort_dir)]
     command += ["--libs", str(libs), "--model", str(model), "--out", str(out)]
     command += ["--provider", args.provider]
-    done = subprocess.run(command, capture_output=True, text=True)
+    env = dict(os.environ, GPU_PROBE_DIMS=json.dumps(entry.get("dims", {})))
+    env["GPU_PROBE_ONES"] = json.dumps(entry.get("ones", []))
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
     print(f"{out.name}: exit {done.returncode} {done.stderr.strip()[-300:]}", file=sys.stderr)
     return json.loads(out.read_text()) if out.is_file() else {"ok": False, "foreign": []}
 
@@ -73,15 +80,16 @@ def one_model(args: argparse.Namespace, entry: dict[str, Any], context: dict[str
     folders = (args.cuda_lib, args.cudnn_lib)
     work = args.out / f"libs-{entry['name']}"
     whole = prove(
-        args, path, folder_of(work, folders, left_out), args.out / f"proof-{entry['name']}.json"
-    )
+        args, path, folder_of(work, folders, left_out), args.out / f"proof-{entry['name']}.json",
+        entry,
+    )  # fmt: skip
     summary |= {"ok": whole["ok"], "foreign": whole["foreign"], "error": whole.get("error")}
     mapped = [lib["name"] for lib in whole.get("libs", []) if lib.get("from_folder")]
     prunable = [n for n in mapped if (w := windows_name(n)) and CANDIDATE.fullmatch(w)]
     dropped = prunable[0] if prunable else "libcudnn_graph.so.9"
     less = left_out | {(windows_name(dropped) or "").lower()}
     less_folder = folder_of(work.with_name(work.name + "-less"), folders, less)
-    short = prove(args, path, less_folder, args.out / f"proof-{entry['name']}-without.json")
+    short = prove(args, path, less_folder, args.out / f"proof-{entry['name']}-without.json", entry)
     summary |= {"without": dropped, "without_ok": short["ok"]}
     summary |= {"without_foreign": short["foreign"], "without_error": short.get("error")}
     return summary

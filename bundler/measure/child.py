@@ -204,11 +204,12 @@ def feeds(np: Any, inputs: Sequence[Any], dims: dict[str, int]) -> dict[str, Any
         shape = [_dim(d, dims) for d in arg.shape]
         kind = NUMPY_TYPES.get(arg.type, "float32")
         if kind == "bool":
-            fed[arg.name] = rng.random(shape) > 0.5
+            value = rng.random(shape) > 0.5
         elif kind.startswith("float"):
-            fed[arg.name] = (rng.random(shape) + 0.5).astype(kind)
+            value = (rng.random(shape) + 0.5).astype(kind)
         else:
-            fed[arg.name] = rng.integers(0, 2, size=shape).astype(kind)
+            value = rng.integers(0, 2, size=shape).astype(kind)
+        fed[arg.name] = np.asarray(value)  # a scalar input (shape []) too: ORT takes arrays
     return fed
 
 
