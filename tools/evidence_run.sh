@@ -8,7 +8,8 @@
 # parts), cudnn.part* when the machine's cuDNN is not the pinned 9.13.0.50, llm/ (the model
 # tools/export_llm.py made, with its models.json) and plan.json (`bundle build --dry-run --json`
 # of examples/hello with ort-1.31.1-gpu-cuda13). OUT receives, each file small enough to travel
-# back: kernels.json.xz, matrix-ops.json.xz, vit_b_16.json, proofs.tar.xz, versions.txt.
+# back: kernels.json.xz, matrix-ops.json.xz, matrix-again.json.xz (ops of the first run measured
+# again), vit_b_16.json, proofs.tar.xz, versions.txt.
 set -uo pipefail
 parts=$(realpath "$1")
 out=$(realpath "$2")
@@ -50,6 +51,10 @@ python3 tools/gpu_matrix.py kernels --ort-dir "$work/ort" --out "$work/kernels.j
 only=$(python3 -c 'import sys; sys.path.insert(0, "tools"); import probe_ops; print(probe_ops.only_regex())')
 python3 tools/gpu_matrix.py measure --ort-dir "$work/ort" --kernels "$work/kernels.json" \
   --only "$only" --jobs 14 --out "$work/matrix-ops.json" || exit 1
+# the same machine again on ops of the first run: their rows must come out the same
+python3 tools/gpu_matrix.py measure --ort-dir "$work/ort" --kernels "$work/kernels.json" \
+  --only '^(Conv|ReduceSum|MatMul|LSTM|com\.microsoft\.Attention|com\.microsoft\.Rfft)__' \
+  --jobs 14 --out "$work/matrix-again.json"
 mkdir -p "$work/table"
 python3 tools/evidence_table.py manifests/evidence/ort-1.31.1-cuda13.matrix.json.xz --cuda 13 \
   --more manifests/evidence/ort-1.31.1-cuda13.matrix-extra.json.xz "$work/matrix-ops.json" \
@@ -97,4 +102,5 @@ done
 rm -rf "$work"/proof/*/libs-*
 xz -T0 -c "$work/kernels.json" >"$out/kernels.json.xz"
 xz -T0 -c "$work/matrix-ops.json" >"$out/matrix-ops.json.xz"
+xz -T0 -c "$work/matrix-again.json" >"$out/matrix-again.json.xz"
 tar -C "$work" -cJf "$out/proofs.tar.xz" proof table
