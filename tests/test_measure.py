@@ -438,8 +438,12 @@ def test_the_child_feeds_a_scalar_input_as_an_array() -> None:
         def __init__(self, name: str, kind: str, shape: list[object]) -> None:
             self.name, self.type, self.shape = name, kind, shape
 
-    args = [Arg("cond", "tensor(bool)", []), Arg("x", "tensor(float)", []),
-            Arg("trips", "tensor(int64)", []), Arg("mask", "tensor(int64)", ["batch", 8])]  # fmt: skip
+    args = [
+        Arg("cond", "tensor(bool)", []),
+        Arg("x", "tensor(float)", []),
+        Arg("trips", "tensor(int64)", []),
+        Arg("mask", "tensor(int64)", ["batch", 8]),
+    ]
     fed = feeds(np, args, {"batch": 2})
     assert all(isinstance(value, np.ndarray) for value in fed.values())
     assert [fed[name].shape for name in ("cond", "x", "trips")] == [(), (), ()]

@@ -43,7 +43,7 @@ from bundler.signatures import FINDING_CODES as SIGNATURE_CODES
 from tests.conftest import CPU, DIRECTML, GPU, HELLO, REPO, run_bundle, test_cache_dir
 from tests.support.inno import InnoSetup
 from tests.support.replica import Replica
-from tests.support.winbuild import WinBuilds, mirror
+from tests.support.winbuild import WinBuilds, done_with, mirror
 from tests.support.winpython import VERSIONS, WinPython, winpath
 from tests.test_archive import read_back
 from tests.test_build import GENERATED
@@ -135,6 +135,12 @@ class Folders:
             self._built[profile] = Built(out, self.builds.build_json(out, profile))
         return self._built[profile]
 
+    def release(self, profiles: list[str]) -> None:
+        """Remove the builds of `profiles` (a later `of(profile)` builds again)."""
+        for profile in profiles:
+            if self._built.pop(profile, None) is not None:
+                shutil.rmtree(self.root / profile, ignore_errors=True)
+
 
 @pytest.fixture(scope="module")
 def folders(win_builds: WinBuilds, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Folders]:
@@ -143,6 +149,14 @@ def folders(win_builds: WinBuilds, tmp_path_factory: pytest.TempPathFactory) -> 
         yield Folders(win_builds, root)
     finally:
         shutil.rmtree(root, ignore_errors=True)  # GPU copies: 2.6 GB each
+
+
+@pytest.fixture(autouse=True)
+def _large_builds_go_after_their_last_test(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The CUDA 13 build goes once no later test names its profile (winbuild.done_with)."""
+    yield
+    if "folders" in request.fixturenames:
+        request.getfixturevalue("folders").release(done_with(request.node))
 
 
 # --- builds -----------------------------------------------------------------------------------

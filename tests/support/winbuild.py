@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,11 +62,13 @@ class WinBuilds:
         self.app.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(HELLO, self.app)
 
-    def release(self) -> None:
-        """Remove the fetched caches (the next `cache(profile)` fetches again)."""
-        for profile in list(self.fetched):
-            shutil.rmtree(self.root / profile, ignore_errors=True)
-            del self.fetched[profile]
+    def release(self, profiles: Iterable[str] | None = None) -> None:
+        """Remove the fetched caches, or those of `profiles` (the next `cache(profile)`
+        fetches again)."""
+        for profile in list(self.fetched if profiles is None else profiles):
+            if profile in self.fetched:
+                shutil.rmtree(self.root / profile, ignore_errors=True)
+                del self.fetched[profile]
 
     def bundle(
         self, *args: str, cwd: Path | None = None, timeout: float = BUILD_TIMEOUT
@@ -125,9 +127,35 @@ def win_builds(
         shutil.rmtree(root, ignore_errors=True)
 
 
+# Profiles only tests that name them (their `profile` parameter) use, and large enough (a GPU
+# cache of ~3 GB, a GPU folder of ~1.5 GB) to remove once the last of those tests is done:
+# with it, the disk's low point of a run (inside the newest version's workflows) is ~4 GB
+# higher. Every other profile's cache stays to the version's end (tests use them unnamed).
+RELEASED_AFTER_LAST_USE = ("ort-1.31.1-gpu-cuda13",)
+
+
 def version_of(item: pytest.Item | None) -> str | None:
     callspec = getattr(item, "callspec", None)
     return callspec.params.get("win_python") if callspec else None
+
+
+def profiles_after(item: pytest.Item) -> set[str]:
+    """The profiles that tests after `item` of its Windows version name. With pytest-xdist
+    a version's tests are one group, run on one worker in this order (tests/conftest.py)."""
+    items = item.session.items
+    version = version_of(item)
+    later = items[items.index(item) + 1 :] if item in items else []
+    return {
+        str(other.callspec.params.get("profile"))
+        for other in later
+        if version_of(other) == version and hasattr(other, "callspec")
+    }
+
+
+def done_with(item: pytest.Item) -> list[str]:
+    """The large profiles no later test of `item`'s version names (RELEASED_AFTER_LAST_USE)."""
+    later = profiles_after(item)
+    return [profile for profile in RELEASED_AFTER_LAST_USE if profile not in later]
 
 
 @pytest.hookimpl(trylast=True)
@@ -137,8 +165,10 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     the caches are ~8 GB (serially, the next version's instance replaces it). A later test of
     the version fetches again (`cache`)."""
     version = version_of(item)
-    if version is None or version == version_of(nextitem):
+    builds = item.config.stash.get(BUILDS, {}).get(version) if version else None
+    if builds is None:
         return
-    builds = item.config.stash.get(BUILDS, {}).get(version)
-    if builds is not None:
+    if version != version_of(nextitem):
         builds.release()
+    else:
+        builds.release(done_with(item))
