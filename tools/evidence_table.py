@@ -143,6 +143,12 @@ def derived_rows(kernels: dict[str, Any], measured: Iterable[str]) -> dict[str, 
         if schema["domain"] == "" and _is_function(schema["op"]):
             continue
         note = f"no CUDA kernel in ONNX Runtime {kernels['onnxruntime']}: runs on the CPU EP"
+        source = kernels.get("kernels_from")
+        if source:  # a list read from ORT's documentation, not from the release itself
+            note = (
+                f"no CUDA kernel in ORT's {source['path']} at {source['commit'][:12]}: "
+                "runs on the CPU EP"
+            )
         rows[key] = {"basis": "cpu-only", "note": note}
     return rows
 
