@@ -264,7 +264,7 @@ def _header(
         "# Which run-time-loaded libraries ONNX Runtime's CUDA EP loads, per op: the union over",
         "# the op's configurations, each a tiny model run once in a fresh process, by Windows DLL",
         f"# names. Written by tools/evidence_table.py from {raw_name} (beside this file).",
-        *(f"# Some configurations measured again: {name}." for name in raw.get("more", ())),
+        *(f"# Measured later, beside this file: {name}." for name in raw.get("more", ())),
         "# An op without a row makes bundle prune nothing; `basis` says how a row was made;",
         "# [[unmeasured]] says why an op of the release has none.",
         f"# Measured with {probe}.",
