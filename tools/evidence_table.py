@@ -130,6 +130,17 @@ def cuda_ops(kernels: dict[str, Any]) -> set[str]:
     return {op_key(k["domain"], k["op"]) for k in kernels["kernels"] if k["provider"] == CUDA}
 
 
+def documented(kernels: dict[str, Any]) -> dict[str, Any]:
+    """`kernels` with `documented`, the op keys its source lists for any provider, where the
+    list was read from ORT's documentation (tools/kernels_source.py: `documented_ops`)."""
+    if "documented_ops" in kernels:
+        found = {
+            op_key(domain, op) for domain, ops in kernels["documented_ops"].items() for op in ops
+        }
+        kernels = {**kernels, "documented": found | cuda_ops(kernels)}
+    return kernels
+
+
 def derived_rows(kernels: dict[str, Any], measured: Iterable[str]) -> dict[str, dict[str, Any]]:
     """Rows for ops the measurement did not run: folded, or no CUDA kernel and no function."""
     with_cuda, done = cuda_ops(kernels), set(measured)
@@ -142,6 +153,8 @@ def derived_rows(kernels: dict[str, Any], measured: Iterable[str]) -> dict[str, 
             continue
         if schema["domain"] == "" and _is_function(schema["op"]):
             continue
+        if "documented" in kernels and key not in kernels["documented"]:
+            continue  # newer than the documentation the list comes from: unknown (unmeasured)
         note = f"no CUDA kernel in ONNX Runtime {kernels['onnxruntime']}: runs on the CPU EP"
         source = kernels.get("kernels_from")
         if source:  # a list read from ORT's documentation, not from the release itself
@@ -214,12 +227,19 @@ def table(raw: dict[str, Any], kernels: dict[str, Any] | None, raw_name: str, cu
 
 def wanted_ops(kernels: dict[str, Any]) -> set[str]:
     """The ops a table owes a row or a reason: every op of the installed onnx package's schema
-    set, and every ONNX and com.microsoft op with a CUDA kernel in the release."""
+    set, every ONNX and com.microsoft op with a CUDA kernel in the release, and, where the
+    kernel list comes from ORT's documentation, every ONNX and com.microsoft op of the release
+    that documentation does not know (it may have a CUDA kernel)."""
     from onnx import defs
 
     onnx_ops = {s.name for s in defs.get_all_schemas_with_history() if s.domain in DOMAINS}
     ours = {op for op in cuda_ops(kernels) if ":" not in op or op.startswith("com.microsoft:")}
-    return onnx_ops | ours
+    unknown = set()
+    if "documented" in kernels:  # ops of the release the documentation does not know
+        known = {op_key(s["domain"], s["op"]) for s in kernels["schemas"]}
+        unknown = {op for op in known if op.split(":")[0] in ("com.microsoft", op)}
+        unknown -= kernels["documented"]
+    return onnx_ops | ours | unknown
 
 
 def unmeasured(raw: dict[str, Any], kernels: dict[str, Any], done: set[str]) -> dict[str, str]:
@@ -236,6 +256,13 @@ def unmeasured(raw: dict[str, Any], kernels: dict[str, Any], done: set[str]) -> 
             reasons[op] = f"every configuration failed; the first: {errors[op]}"[:400]
         elif op not in known:
             reasons[op] = f"ONNX Runtime {release} has no schema for it (a newer ONNX op)"
+        elif "documented" in kernels and op not in kernels["documented"]:
+            source = kernels["kernels_from"]
+            reasons[op] = (
+                f"ONNX Runtime {release} knows it, ORT's {source['path']} at "
+                f"{source['commit'][:12]} lists no kernel of it: whether the release has a CUDA "
+                "kernel is not known, and it was not measured"
+            )
         else:
             reasons[op] = "no probe model builds it (tools/probe_matrix.py, tools/probe_ops.py)"
     return reasons
@@ -316,7 +343,7 @@ def main() -> None:
         tried = {op_of(item) for item in [*extra, *later.get("unbuilt", ())]}
         kept = [item for item in raw.get("unbuilt", ()) if op_of(item) not in tried]
         raw["unbuilt"] = kept + later.get("unbuilt", [])
-    kernels = json.loads(read_text(args.kernels)) if args.kernels else None
+    kernels = documented(json.loads(read_text(args.kernels))) if args.kernels else None
     if kernels is not None:
         kernels["file"] = args.kernels.name
     target = args.out or args.raw.with_name(

@@ -1,0 +1,162 @@
+"""The shipped evidence table of ORT 1.31.1 / CUDA 13 against what it must cover (issue 42):
+every ONNX op of the installed onnx package and every ONNX or com.microsoft op with a CUDA
+kernel has a row or a recorded reason; configurations measured again on the same machine load
+the same libraries; the GPU proof's models (a ViT-B/16 export, a 4-bit LLM) prune and ran
+from their pruned folders. The data are the GPU machine's (manifests/evidence/README.md); the
+decisions are bundle's own, made here.
+"""
+
+from __future__ import annotations
+
+import json
+import lzma
+import sys
+from typing import Any
+
+import pytest
+
+from bundler.evidence import evidence_dir
+from tests.conftest import REPO
+from tests.test_prune import model, plan, pruned, shipped
+
+EVIDENCE = evidence_dir()
+PROOF = EVIDENCE / "gpu-proof"
+TABLE = EVIDENCE / "ort-1.31.1-cuda13.toml"
+
+
+def raw(name: str) -> dict[str, Any]:
+    data = json.loads(lzma.decompress((EVIDENCE / name).read_bytes()))
+    assert isinstance(data, dict)
+    return data
+
+
+def kernel_list() -> dict[str, Any]:
+    return raw("ort-1.31.1-cuda13.kernels.json.xz")
+
+
+def test_every_onnx_op_and_every_cuda_contrib_op_has_a_row_or_a_reason() -> None:
+    """The ops a model may hold that the table must speak for: a row (measured, cpu-only or
+    folded) or an [[unmeasured]] entry saying why there is none."""
+    pytest.importorskip("onnx", reason="the installed onnx package's schemas (ort-bundle[models])")
+    sys.path.insert(0, str(REPO / "tools"))
+    from evidence_table import documented, wanted_ops
+
+    table = shipped().evidence
+    owed = wanted_ops(documented(kernel_list()))
+    assert "com.microsoft:MatMulNBitsQkv" in owed  # newer than the documentation: owed a reason
+    missing = sorted(owed - set(table.ops) - set(table.unmeasured))
+    assert not missing, f"{TABLE.name} has neither a row nor a reason for {missing}"
+    assert all(reason.strip() for reason in table.unmeasured.values())
+
+
+def test_the_kernel_list_names_its_source_and_the_cuda_eps_ops() -> None:
+    kernels = kernel_list()
+    assert kernels["onnxruntime"] == "1.31.1"
+    assert len(kernels["kernels_from"]["commit"]) == 40
+    ops = {(k["domain"], k["op"]) for k in kernels["kernels"]}
+    for op in ("Conv", "If", "Loop", "Scan", "Mod", "RoiAlign"):  # CUDA kernels in ORT 1.31
+        assert ("", op) in ops, op
+    for op in ("GroupQueryAttention", "MatMulNBits", "RotaryEmbedding", "GatherBlockQuantized"):
+        assert ("com.microsoft", op) in ops, op
+    assert ("", "StringNormalizer") not in ops  # a CPU-only op
+
+
+def test_the_ops_of_issue_42_have_measured_rows() -> None:
+    """Control flow, detection, quantized, everyday and LLM ops: measured on the GPU now."""
+    rows = shipped().evidence.ops
+    ops = ["If", "Loop", "Scan", "RoiAlign", "MaxRoiPool", "MaxUnpool", "MatMulInteger", "Mod"]
+    ops += ["CumProd", "Compress", "ReverseSequence", "RandomNormal", "RandomUniform"]
+    ops += [f"com.microsoft:{op}" for op in ("GroupQueryAttention", "MatMulNBits")]
+    ops += [f"com.microsoft:{op}" for op in ("RotaryEmbedding", "GatherBlockQuantized")]
+    for op in ops:
+        assert op in rows and rows[op].basis == "measured", op
+        assert rows[op].configurations >= 1
+
+
+def test_configurations_measured_again_on_the_same_machine_load_the_same() -> None:
+    """The GPU run of issue 42 measured 266 configurations of the first run again (Conv,
+    ReduceSum, MatMul, LSTM, Attention, Rfft): each mapped the same libraries."""
+    sys.path.insert(0, str(REPO / "tools"))
+    from evidence_table import loads
+
+    first = {r["model"]: r for r in raw("ort-1.31.1-cuda13.matrix.json.xz")["results"]}
+    first |= {r["model"]: r for r in raw("ort-1.31.1-cuda13.matrix-extra.json.xz")["results"]}
+    again = raw("ort-1.31.1-cuda13.matrix-again.json.xz")["results"]
+    assert len(again) > 200
+    for result in again:
+        before = first[result["model"]]
+        assert (result["ok"], sorted(loads(result))) == (before["ok"], sorted(loads(before)))
+
+
+def models() -> dict[str, dict[str, Any]]:
+    entries = json.loads((PROOF / "models.json").read_text(encoding="utf-8"))
+    return {entry["name"]: entry for entry in entries}
+
+
+def test_a_torchvision_vit_b_16_export_prunes_cufft() -> None:
+    vit = models()["vit_b_16"]
+    assert vit["source"] == "torchvision.models.vit_b_16(weights=None)"
+    found = decide_for(vit["ops"])
+    assert "cufft64_12.dll" in pruned(found), found.reason
+
+
+def test_the_llm_export_holds_the_llm_ops_and_prunes() -> None:
+    llm = models()["llama_tiny_int4"]
+    ms = {op.split(":")[1] for op in llm["ops"] if op.startswith("com.microsoft:")}
+    assert {"GroupQueryAttention", "MatMulNBits", "GatherBlockQuantized"} <= ms
+    found = decide_for(llm["ops"])
+    assert found.unknown_ops == () and pruned(found), found.reason
+
+
+def decide_for(ops: list[str]) -> Any:
+    from bundler.prune import decide
+
+    return decide(plan(), [model(*ops)], shipped(), "")
+
+
+def test_each_pruned_model_ran_from_its_folder_and_failed_without_one_more_library() -> None:
+    """prune-proof.json (tools/prune_proof.py on the GPU): every model that prunes ran from a
+    folder of exactly what its bundle keeps, with nothing foreign mapped; with one library
+    more removed it failed or mapped a foreign copy."""
+    proof = json.loads((PROOF / "prune-proof.json").read_text(encoding="utf-8"))
+    assert {"llama_tiny_int4", "vit_b_16"} <= set(proof)
+    for name, result in proof.items():
+        if not result.get("pruned"):
+            continue
+        assert result["ok"] and result["foreign"] == [], name
+        assert not result["without_ok"] or result["without_foreign"], name
+        assert (PROOF / f"proof-{name}.json").is_file(), name
+
+
+def test_the_kernel_documents_cuda_table_is_read_row_by_row() -> None:
+    """tools/kernels_source.py on a document in the layout of ORT's OperatorKernels.md: the CUDA
+    section only, continuation rows belonging to the op above, each domain's rows."""
+    sys.path.insert(0, str(REPO / "tools"))
+    from kernels_source import kernels_of
+
+    doc = "\n".join([
+        "## Operators implemented by CPUExecutionProvider", "",
+        "| Op Name | Parameters | OpSet Version | Types Supported |",
+        "|---------|------------|---------------|-----------------|",
+        "|**Operator Domain:** *ai.onnx*||||",
+        "|StringNormalizer|*in* X:**tensor(string)**|10+|**T** = tensor(string)|", "",
+        "## Operators implemented by CUDAExecutionProvider", "",
+        "| Op Name | Parameters | OpSet Version | Types Supported |",
+        "|---------|------------|---------------|-----------------|",
+        "|**Operator Domain:** *ai.onnx*||||",
+        "|Abs|*in* X:**T**<br> *out* Y:**T**|13+|**T** = tensor(float), tensor(float16)|",
+        "|||[6, 12]|**T** = tensor(float)|",
+        "|Mod|*in* A:**T**<br> *in* B:**T**|13|**T** = tensor(int64)|",
+        "|**Operator Domain:** *com.microsoft*||||",
+        "|MatMulNBits|*in* A:**T1**|1+|**T1** = tensor(float16)|", "",
+        "## Operators implemented by DmlExecutionProvider", "",
+        "|**Operator Domain:** *ai.onnx*||||",
+        "|Cos|*in* X:**T**|7+|**T** = tensor(float)|",
+    ])  # fmt: skip
+    found = [(k["domain"], k["op"], k["since"], k["until"]) for k in kernels_of(doc)]
+    assert found == [
+        ("", "Abs", 13, None),
+        ("", "Abs", 6, 12),
+        ("", "Mod", 13, 13),
+        ("com.microsoft", "MatMulNBits", 1, None),
+    ]
