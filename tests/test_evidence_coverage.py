@@ -100,6 +100,17 @@ def test_a_torchvision_vit_b_16_export_prunes_cufft() -> None:
     assert "cufft64_12.dll" in pruned(found), found.reason
 
 
+@pytest.mark.parametrize("way", ["torchscript, dynamic batch", "dynamo, dynamic batch"])
+def test_vit_b_16_prunes_cufft_however_it_was_exported(way: str) -> None:
+    """tools/vit_exports.py on the GPU machine: the TorchScript export holds `Mod` (the
+    dynamic batch's arithmetic), which the table had no row for before issue 42."""
+    exports = json.loads((PROOF / "vit_b_16-exports.json").read_text(encoding="utf-8"))
+    ops = exports["exports"][way]["ops"]
+    assert ("Mod" in ops) == way.startswith("torchscript")
+    found = decide_for(ops)
+    assert "cufft64_12.dll" in pruned(found), found.reason
+
+
 def test_the_llm_export_holds_the_llm_ops_and_prunes() -> None:
     llm = models()["llama_tiny_int4"]
     ms = {op.split(":")[1] for op in llm["ops"] if op.startswith("com.microsoft:")}
