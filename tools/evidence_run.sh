@@ -13,7 +13,7 @@
 set -uo pipefail
 parts=$(realpath "$1")
 out=$(realpath "$2")
-work=/tmp/evidence-run
+work=${TMPDIR:-/tmp}/evidence-run
 mkdir -p "$work" "$out"
 ort_sha=05d548956197b9d01f59b625de740e0d6be3593f874e241a12dc0362650ecdf7
 cudnn_sha=2150b4850725d30653ec3e365f0732e3e2e3eb8633cf3bd2d3117628dea8b4f9

@@ -12,7 +12,7 @@ set -uo pipefail
 parts=$(realpath "$1")
 out=$(realpath "$2")
 half=$3
-work=/tmp/evidence-run-cuda12
+work=${TMPDIR:-/tmp}/evidence-run-cuda12
 mkdir -p "$work/wheels" "$out"
 if [ ! -d "$work/site" ]; then
   cat "$parts"/w12.part* | tar -x -C "$work/wheels" || exit 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--plan", type=Path, required=True)
     parser.add_argument("--table", type=Path, action="append", required=True)
-    parser.add_argument("--work", type=Path, default=Path("/tmp"))
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()))
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     data = json.loads(args.plan.read_text())
