@@ -65,6 +65,11 @@ class LoadSource(Protocol):
         """(what the models load, lower-case DLL names; ops without evidence)."""
         ...
 
+    def why_missing(self, ops: Sequence[str]) -> str:
+        """Why the evidence has no row for the first of `ops` it records a reason for, as
+        " (OP: REASON)"; "" when it records none."""
+        ...
+
 
 @dataclass(frozen=True)
 class TableSource:
@@ -85,6 +90,11 @@ class TableSource:
     def loads(self, models: Sequence[ModelOps]) -> tuple[frozenset[str], tuple[str, ...]]:
         ops = {op for model in models for op in model.ops}
         return self.evidence.loads_for(ops, _types(models, ops))
+
+    def why_missing(self, ops: Sequence[str]) -> str:
+        recorded = self.evidence.unmeasured
+        first = next((op for op in ops if op in recorded), None)
+        return f" ({first}: {recorded[first]})" if first else ""
 
 
 def _types(models: Sequence[ModelOps], ops: set[str]) -> dict[str, frozenset[str]]:
@@ -118,6 +128,9 @@ class MeasuredSource:
         given = {model.path.name.lower() for model in models}
         measured = [model for model in self.app.models if model.name.lower() in given]
         return frozenset(name.lower() for m in measured for name in m.loaded), ()
+
+    def why_missing(self, ops: Sequence[str]) -> str:
+        return ""  # an app's measurement has no rows: it never lacks one
 
 
 @dataclass(frozen=True)
@@ -183,7 +196,8 @@ def decide(
         return Pruning(models, None, reason=why_none)
     loaded, unknown = source.loads(models)
     if unknown:
-        reason = f"{source.name} has no row for {', '.join(unknown)}: nothing is pruned"
+        why = source.why_missing(unknown)
+        reason = f"{source.name} has no row for {', '.join(unknown)}{why}: nothing is pruned"
         return Pruning(models, source.name, unknown_ops=unknown, reason=reason)
     free = {i.key for i in candidates if source.speaks_for(i.key) and i.key not in loaded}
     chosen = _without_companions(candidates, _without_imported(plan, free))

@@ -171,3 +171,14 @@ def test_the_kernel_documents_cuda_table_is_read_row_by_row() -> None:
         ("", "Mod", 13, 13),
         ("com.microsoft", "MatMulNBits", 1, None),
     ]
+
+
+def test_a_model_with_an_op_the_table_has_no_row_for_is_told_why() -> None:
+    """The decision names the op and the table's recorded reason (here: an LLM op newer than
+    the kernel documentation the table's list comes from)."""
+    found = decide_for(["MatMul", "com.microsoft:MatMulNBitsQkv"])
+    assert pruned(found) == set()
+    assert "has no row for com.microsoft:MatMulNBitsQkv (com.microsoft:MatMulNBitsQkv: " in (
+        found.reason
+    )
+    assert "not known" in found.reason and found.reason.endswith(": nothing is pruned")
