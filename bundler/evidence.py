@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
@@ -174,10 +174,12 @@ def load_evidence(path: Path, fusions: tuple[Fusion, ...] | None = None) -> Evid
     rows = {row.op: row for row in map(_op_row, table.tables("ops"))}
     unmeasured = dict(map(_unmeasured, table.tables("unmeasured", [])))
     found = load_fusions() if fusions is None else fusions
-    evidence = Evidence(
-        path, ort, cuda, cudnn, platform, gpu, measured, raw, every, rows, options, found
+    return table.finished(
+        Evidence(
+            path, ort, cuda, cudnn, platform, gpu, measured, raw, every, rows, options, found,
+            unmeasured,
+        )  # fmt: skip
     )
-    return table.finished(replace(evidence, unmeasured=unmeasured))
 
 
 def _unmeasured(table: Table) -> tuple[str, str]:
