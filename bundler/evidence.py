@@ -174,12 +174,11 @@ def load_evidence(path: Path, fusions: tuple[Fusion, ...] | None = None) -> Evid
     rows = {row.op: row for row in map(_op_row, table.tables("ops"))}
     unmeasured = dict(map(_unmeasured, table.tables("unmeasured", [])))
     found = load_fusions() if fusions is None else fusions
-    return table.finished(
-        Evidence(
-            path, ort, cuda, cudnn, platform, gpu, measured, raw, every, rows, options, found,
-            unmeasured,
-        )  # fmt: skip
-    )
+    evidence = Evidence(
+        path, ort, cuda, cudnn, platform, gpu, measured, raw, every, rows, options, found,
+        unmeasured,
+    )  # fmt: skip
+    return table.finished(evidence)
 
 
 def _unmeasured(table: Table) -> tuple[str, str]:
