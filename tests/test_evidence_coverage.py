@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from bundler.evidence import evidence_dir
-from tests.conftest import REPO
+from tests.conftest import REPO, require_module
 from tests.test_prune import model, plan, pruned, shipped
 
 EVIDENCE = evidence_dir()
@@ -37,7 +37,7 @@ def kernel_list() -> dict[str, Any]:
 def test_every_onnx_op_and_every_cuda_contrib_op_has_a_row_or_a_reason() -> None:
     """The ops a model may hold that the table must speak for: a row (measured, cpu-only or
     folded) or an [[unmeasured]] entry saying why there is none."""
-    pytest.importorskip("onnx", reason="the installed onnx package's schemas (ort-bundle[models])")
+    require_module("onnx", 'the onnx package\'s schemas: pip install "ort-bundle[models]"')
     sys.path.insert(0, str(REPO / "tools"))
     from evidence_table import documented, wanted_ops
 
