@@ -236,9 +236,10 @@ def wanted_ops(kernels: dict[str, Any]) -> set[str]:
     ours = {op for op in cuda_ops(kernels) if ":" not in op or op.startswith("com.microsoft:")}
     unknown = set()
     if "documented" in kernels:  # ops of the release the documentation does not know
-        known = {op_key(s["domain"], s["op"]) for s in kernels["schemas"]}
-        unknown = {op for op in known if op.split(":")[0] in ("com.microsoft", op)}
-        unknown -= kernels["documented"]
+        release = {
+            op_key(s["domain"], s["op"]) for s in kernels["schemas"] if s["domain"] in DOMAINS
+        }
+        unknown = release - kernels["documented"]
     return onnx_ops | ours | unknown
 
 

@@ -19,7 +19,6 @@ from typing import Any
 from probe_matrix import (
     BOOL,
     FLOAT,
-    FLOAT16,
     FLOATS,
     INT32,
     INT64,
@@ -758,4 +757,4 @@ FAMILIES: tuple[Callable[[Types], Iterator[Config]], ...] = (
     llm_contrib,
 )
 
-__all__ = ["FAMILIES", "FLOAT16", "only_regex"]
+__all__ = ["FAMILIES", "only_regex"]
