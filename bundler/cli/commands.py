@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sys
 import traceback
-from collections.abc import Callable
 from inspect import cleandoc
 from typing import Any
 
@@ -102,39 +101,71 @@ def command() -> Any:
     (rich or plain) to wrap at the terminal's width. A paragraph starting with \\b keeps its
     lines, as click documents. Help shown by rich has its markup escaped, so `[models]` in
     `ort-bundle[models]` is shown, not taken for a style; an argument's usage is its metavar
-    (typer >= 0.16 wraps a required one in braces)."""
+    (typer >= 0.16 wraps a required one in braces). The escaping waits until help is shown:
+    rich's markup module takes a fifth of a second to import on a slow file system, and most
+    runs show no help."""
     root = typer.main.get_command(app)
     _unwrap(root)
+    if _rich_help(root):
+        _escape_when_shown(root, root)
     return root
 
 
 def _unwrap(command: Any) -> None:
-    escape = _markup_escape(command)
     for attribute in ("help", "short_help"):
         if getattr(command, attribute, None):
-            setattr(command, attribute, escape(paragraphs(getattr(command, attribute))))
+            setattr(command, attribute, paragraphs(getattr(command, attribute)))
     for param in command.params:
         if getattr(param, "help", None):
-            param.help = escape(paragraphs(param.help))
+            param.help = paragraphs(param.help)
         if param.param_type_name == "argument" and param.metavar:
             _plain_usage(param)
     for sub in getattr(command, "commands", {}).values():
         _unwrap(sub)
 
 
-def _markup_escape(command: Any) -> Callable[[str], str]:
-    """rich's markup escaping where typer renders `command`'s help as rich markup, else none
-    (plain click help: tools/usage.py, or rich not installed)."""
+def _rich_help(command: Any) -> bool:
+    """Whether typer renders `command`'s help as rich markup (not plain click help: tools/
+    usage.py, or rich not installed)."""
     import typer.core
 
     has_rich = getattr(typer.core, "HAS_RICH", None)  # typer >= 0.16
     if has_rich is None:
         has_rich = getattr(typer.core, "rich", None) is not None  # older releases
-    if not has_rich or getattr(command, "rich_markup_mode", None) != "rich":
-        return str
+    return bool(has_rich) and getattr(command, "rich_markup_mode", None) == "rich"
+
+
+def _escape_when_shown(command: Any, root: Any) -> None:
+    """Every command's help, when shown, first escapes the markup of the whole tree (a group's
+    help shows its commands' short help), once."""
+    show = command.format_help
+
+    def format_help(ctx: Any, formatter: Any) -> Any:
+        _escape_markup(root)
+        return show(ctx, formatter)
+
+    command.format_help = format_help
+    for sub in getattr(command, "commands", {}).values():
+        _escape_when_shown(sub, root)
+
+
+def _escape_markup(root: Any) -> None:
+    if getattr(root, "_bundle_markup_escaped", False):
+        return
     from rich.markup import escape
 
-    return escape
+    def walk(command: Any) -> None:
+        for attribute in ("help", "short_help"):
+            if getattr(command, attribute, None):
+                setattr(command, attribute, escape(getattr(command, attribute)))
+        for param in command.params:
+            if getattr(param, "help", None):
+                param.help = escape(param.help)
+        for sub in getattr(command, "commands", {}).values():
+            walk(sub)
+
+    walk(root)
+    root._bundle_markup_escaped = True
 
 
 def _plain_usage(argument: Any) -> None:
