@@ -41,7 +41,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
 
 def payload(folder: Path) -> list[str]:
     """The files of the bundle in `folder` that an installer or archive carries."""
-    from bundler.lockfile import read_lock
+    from bundler.closure.lockfile import read_lock
 
     lock = read_lock(folder / "bundle.lock.json")
     assert lock is not None, folder

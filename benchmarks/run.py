@@ -37,9 +37,9 @@ sys.path.insert(0, str(REPO))
 sys.modules.setdefault("benchmarks.run", sys.modules[__name__])
 
 from benchmarks import compression, runtime_pack, windows  # noqa: E402
+from bundler.disk.files import FICLONE  # noqa: E402
 from bundler.errors import BundleError  # noqa: E402
-from bundler.files import FICLONE  # noqa: E402
-from bundler.profiles import PipSource, UrlSource, load_profile  # noqa: E402
+from bundler.target.profiles import PipSource, UrlSource, load_profile  # noqa: E402
 from tools.fetch_test_wheels import default_cache, dll_folder, pinned_wheels  # noqa: E402
 
 PROFILE = "ort-1.19.2-gpu-cuda12"
@@ -390,7 +390,7 @@ if mode == "flock":
         fcntl.flock(fd, fcntl.LOCK_EX)
         fcntl.flock(fd, fcntl.LOCK_UN)
 else:
-    from bundler.file_locks import file_lock
+    from bundler.disk.process_locks import file_lock
     for _ in range({n}):
         with file_lock(folder / "ours.lock", "benchmark", remove=mode == "remove"):
             pass

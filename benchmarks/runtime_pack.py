@@ -148,7 +148,7 @@ def _empty_setup(harness: object, scratch: Path) -> int:
 
 def _app_bytes(folder: Path) -> int:
     """What the app's own setup holds: the payload without the pack's files."""
-    from bundler.lockfile import read_lock
+    from bundler.closure.lockfile import read_lock
 
     lock = read_lock(folder / "bundle.lock.json")
     assert lock is not None and lock.pack is not None, folder

@@ -9,7 +9,7 @@ Code ranges: BA0xx the folder could not be read, BA1xx a DLL will fail to load, 
 versions that do not go together, BA3xx what should not ship (or ships for nothing), BA4xx the
 folder no longer matches its bundle.lock.json, BA5xx the real loader disagrees with the audit
 (`bundle audit --run`, bundler.audit.loadproof: these come from running the app, not from a check),
-BA6xx supply chain (`bundle audit --signatures`: Authenticode, bundler.signatures).
+BA6xx supply chain (`bundle audit --signatures`: Authenticode, bundler.binary.signatures).
 """
 
 from __future__ import annotations

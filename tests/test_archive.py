@@ -22,6 +22,8 @@ import py7zr
 import pytest
 from py7zr.io import HashIOFactory
 
+from bundler.closure.lock import LOCK_NAME, Lock, LockedFile
+from bundler.closure.lockfile import read_lock, write_lock
 from bundler.errors import (
     ArchiveError,
     ConfigError,
@@ -30,8 +32,6 @@ from bundler.errors import (
     OutputError,
     PlanFormatError,
 )
-from bundler.lock import LOCK_NAME, Lock, LockedFile
-from bundler.lockfile import read_lock, write_lock
 from bundler.ship.archive import archive_format, write_archive
 from bundler.ship.readback import verify_archive
 from bundler.ship.sevenzip import BLOCK, THREADS
@@ -122,7 +122,7 @@ def packed(bundle: tuple[Path, Lock], tmp_path: Path, suffix: str) -> Path:
 # `bundle build --archive`'s packing in a process of its own: python -c PACK FOLDER TARGET
 PACK = (
     "import sys; from pathlib import Path; from bundler.ship.archive import write_archive; "
-    "from bundler.lockfile import read_lock; folder = Path(sys.argv[1]); "
+    "from bundler.closure.lockfile import read_lock; folder = Path(sys.argv[1]); "
     "write_archive(folder, read_lock(folder / 'bundle.lock.json'), Path(sys.argv[2]))"
 )
 

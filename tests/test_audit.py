@@ -22,16 +22,16 @@ import pytest
 from bundler.audit.checks import CHECKS
 from bundler.audit.judge import audit
 from bundler.audit.loadproof import FINDING_CODES
-from bundler.digest import file_sha256
+from bundler.binary.signatures import FINDING_CODES as SIGNATURE_CODES
+from bundler.closure.lock import LOCK_NAME, Lock, LockedFile
+from bundler.closure.lockfile import write_lock
+from bundler.disk.digest import file_sha256
 from bundler.findings import CATALOGUE, DOCTOR_CODES, Severity
-from bundler.findings_table import catalogue_markdown
-from bundler.lock import LOCK_NAME, Lock, LockedFile
-from bundler.lockfile import write_lock
-from bundler.profiles import versioned
-from bundler.signatures import FINDING_CODES as SIGNATURE_CODES
+from bundler.target.profiles import versioned
 from tests.conftest import CPU, DIRECTML, GPU, HELLO, REPO, fetch, pip_env, run_bundle
 from tests.support.pefactory import PESpec, write_pe
 from tests.test_build import build, linked_copy
+from tools.findings_page import catalogue_markdown
 
 PROVIDER = "onnxruntime_providers_cuda.dll"
 MSVC = ("MSVCP140.dll", "VCRUNTIME140.dll", "VCRUNTIME140_1.dll")

@@ -18,7 +18,7 @@ from typing import Any, cast
 import py7zr
 import pytest
 
-from bundler.lock import LOCK_NAME
+from bundler.closure.lock import LOCK_NAME
 from tests.conftest import GPU, REPO
 from tests.support.pefactory import PESpec
 from tests.test_audit import audit_cli, codes, found, lock_for, synthetic_gpu

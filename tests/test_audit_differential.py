@@ -32,8 +32,8 @@ import pytest
 
 from bundler.audit.judge import audit
 from bundler.audit.report import AuditReport
+from bundler.closure.plan import Status
 from bundler.findings import Severity
-from bundler.plan import Status
 from tests.conftest import GPU
 from tests.support.wine import Wine, WineRun
 from tests.test_build import linked_copy

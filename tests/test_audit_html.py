@@ -28,9 +28,9 @@ from bundler.audit.html import audit_html, write_html
 from bundler.audit.judge import audit
 from bundler.audit.palette import STATUS_FILL
 from bundler.audit.report import AuditReport
+from bundler.closure.plan import Status
 from bundler.errors import OutputError
 from bundler.findings import Severity
-from bundler.plan import Status
 from bundler.render.engine import Templates
 from tests.conftest import DIRECTML, REPO, require
 from tests.support.chromium import CHROMIUM, WINDOW, Image, PageLoad, load_page, read_png, rgb

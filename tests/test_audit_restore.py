@@ -19,10 +19,10 @@ import pytest
 from bundler.audit.judge import audit
 from bundler.audit.loader_output import LoaderRun
 from bundler.audit.loadproof import LoadProof, proof_findings
+from bundler.closure.lock import LOCK_NAME, Lock, LockedFile
+from bundler.closure.lockfile import read_lock, write_lock
 from bundler.findings import Severity
-from bundler.lock import LOCK_NAME, Lock, LockedFile
-from bundler.lockfile import read_lock, write_lock
-from bundler.profiles import available_profiles, load_profile
+from bundler.target.profiles import available_profiles, load_profile
 from tests.conftest import GPU, HELLO, REPO, run_bundle
 from tests.support.pefactory import PESpec
 from tests.test_audit import PROVIDER, lock_for, synthetic_gpu

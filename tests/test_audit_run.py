@@ -28,8 +28,8 @@ import pytest
 
 from bundler.audit.judge import audit
 from bundler.audit.loadrun import prove_load
+from bundler.closure.plan import Status
 from bundler.findings import Severity
-from bundler.plan import Status
 from tests.conftest import GPU
 from tests.support.mingw import compile_c
 from tests.support.pefactory import write_pe

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from bundler.audit.loadproof import FINDING_CODES
+from bundler.binary.signatures import FINDING_CODES as SIGNATURE_CODES
 from bundler.findings import CATALOGUE
-from bundler.signatures import FINDING_CODES as SIGNATURE_CODES
 from tests.conftest import GPU, require_module, run_bundle
 from tests.support.pefactory import PESpec
 from tests.test_audit import PROVIDER, broken_copy, synthetic_gpu

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from bundler.lockfile import read_lock, write_lock
-from bundler.resources import doctor_exe
+from bundler.closure.lockfile import read_lock, write_lock
+from bundler.target.resources import doctor_exe
 from tests.conftest import CPU, HELLO, bundle_from_cache, hello_app, hello_cpu, run_bundle
 from tests.support.pefactory import PESpec, write_pe
 from tests.support.wine import Wine

@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from bundler.binary.pe import read_pe
+from bundler.closure.fit import misfits, require_fit
+from bundler.closure.resolve import read_inputs, resolve
 from bundler.errors import BuildMismatchError
-from bundler.fit import misfits, require_fit
-from bundler.pe import read_pe
-from bundler.profiles import load_profile
-from bundler.resolve import read_inputs, resolve
 from bundler.rules.derive.build_info import BuildInfo, check_cuda_major, read_build_info
 from bundler.rules.derive.facts import Facts, required_windows
 from bundler.rules.derive.flavours import available_flavours, load_flavour
-from bundler.system import load_system_policy
+from bundler.target.profiles import load_profile
+from bundler.target.system import load_system_policy
 from tests.support.pefactory import write_pe
 
 VERSION_INFO = "onnxruntime/capi/version_info.py"

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from bundler.errors import ExitCode
-from bundler.profiles import available_profiles, load_profile, load_profile_file
 from bundler.rules.derive.catalogue import entry
 from bundler.rules.derive.flavours import available_flavours, load_flavour
+from bundler.target.profiles import available_profiles, load_profile, load_profile_file
 from tests.conftest import run_bundle
 from tests.support.httpserver import HttpServer
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from bundler.profiles import PipSource, available_profiles, load_profile, load_profile_file
 from bundler.rules.derive.catalogue import differences, profile_facts
+from bundler.target.profiles import PipSource, available_profiles, load_profile, load_profile_file
 from tests.conftest import HELLO, REPO, pip_env
 from tests.support.wine import Wine
 from tests.test_profiles_new import local_index as local_index  # the module fixture, reused

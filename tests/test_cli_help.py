@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from bundler.errors import ExitCode
-from bundler.profiles import DEFAULT_PROFILE
+from bundler.target.profiles import DEFAULT_PROFILE
 from tests.conftest import CPU, HELLO, REPO, run_bundle
 
 WIDTH = 80

@@ -22,9 +22,9 @@ import pytest
 from bundler.acquire.cache import Cache
 from bundler.cli import profile_views
 from bundler.cli.failures import hint_of, json_requested, move_global_json
+from bundler.closure.lock import LOCK_NAME, runtime_pack
+from bundler.closure.lockfile import write_lock
 from bundler.errors import ExitCode
-from bundler.lock import LOCK_NAME, runtime_pack
-from bundler.lockfile import write_lock
 from tests.conftest import run_bundle
 from tests.test_render_iss import sample_lock
 
@@ -246,9 +246,9 @@ def test_render_postbuild_as_json(lock_file: Path) -> None:
 
 
 def test_profiles_new_as_json_carries_the_profile_and_where_it_went(tmp_path: Path) -> None:
-    from bundler.profiles import load_profile
     from bundler.rules.derive import Derived
     from bundler.rules.derive.facts import Facts
+    from bundler.target.profiles import load_profile
 
     profile = load_profile("ort-1.19.2-cpu")
     text = profile.path.read_text(encoding="utf-8")

@@ -1,7 +1,8 @@
 """Refuse contradictions, with errors people can act on (issue 29): one table of command lines
 the CLI must refuse (or, since the fix, accept), each run as a user runs it, in its own process,
 with its exit code and the fragments its one-line message must carry; then unit tests of the
-validation step (bundler.validate) and of the profile-name suggestions (bundler.profile_names).
+validation step (bundler.config.validate) and of the profile-name suggestions
+(bundler.target.profile_names).
 
 Nothing here downloads: every refusal comes before any work, and the rows that get further
 stop at --offline with an empty cache."""
@@ -15,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from bundler.closure.lock import Lock, LockedFile
+from bundler.closure.lockfile import write_lock
+from bundler.config.options import CONFIG, FLAG, Options
+from bundler.config.validate import CHOICES, COMPRESSIONS, Target, check, check_choice, origin_of
 from bundler.errors import ConfigError, ExitCode
-from bundler.lock import Lock, LockedFile
-from bundler.lockfile import write_lock
-from bundler.options import CONFIG, FLAG, Options
-from bundler.profile_names import Shipped, no_gpu_profile, unknown_profile
-from bundler.profiles import available_profiles, latest_gpu_release, load_profile
-from bundler.validate import CHOICES, COMPRESSIONS, Target, check, check_choice, origin_of
+from bundler.target.profile_names import Shipped, no_gpu_profile, unknown_profile
+from bundler.target.profiles import available_profiles, latest_gpu_release, load_profile
 from tests.conftest import CPU, DIRECTML, GPU, HELLO, hello_app
 from tests.conftest import bundle_from_cache as bundle
 
@@ -245,7 +246,7 @@ def test_the_cli_refuses_with_one_actionable_line(tmp_path: Path, row: Row) -> N
     assert not (tmp_path / "dist" / "setup.iss").exists() or row.code == ExitCode.OK
 
 
-# --- the validation step (bundler.validate) ----------------------------------------------------
+# --- the validation step (bundler.config.validate) ------------------------------------------------
 
 
 @pytest.mark.parametrize("name", sorted(CHOICES))
@@ -314,7 +315,7 @@ def test_a_bad_value_in_bundle_toml_is_refused_on_load_naming_file_and_key(
     assert loaded.exe is None and loaded.installer.app_name == "Hello" and loaded.found
 
 
-# --- profile names (bundler.profile_names) ------------------------------------------------------
+# --- profile names (bundler.target.profile_names) -------------------------------------------------
 
 
 SHIPPED = Shipped(tuple(available_profiles()))

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bundler.lockfile import read_lock
+from bundler.closure.lockfile import read_lock
 from bundler.render.doctor_dat import doctor_data
 from tests.support.httpserver import HttpServer
 from tests.support.slowrelease import DEPS, NAME, PATH, Release, app_exe, make_release, mirror_args

@@ -31,8 +31,7 @@ from typing import Any
 
 import pytest
 
-from bundler.findings import CATALOGUE
-from bundler.lock import (
+from bundler.closure.lock import (
     DOCTOR_DATA,
     LOCK_NAME,
     PACK_MARKER,
@@ -41,9 +40,10 @@ from bundler.lock import (
     PrunedFile,
     RuntimePack,
 )
-from bundler.lockfile import read_lock
+from bundler.closure.lockfile import read_lock
+from bundler.findings import CATALOGUE
 from bundler.render.doctor_dat import doctor_data
-from bundler.resources import doctor_exe as shipped_doctor_exe
+from bundler.target.resources import doctor_exe as shipped_doctor_exe
 from tests.conftest import HELLO, REPO, pip_env, require
 from tests.support import doctor as data
 from tests.support.doctor import DRIVER_516, DRIVER_551, DRIVER_581, Machine

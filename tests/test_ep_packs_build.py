@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bundler.ep_packs import available_packs, load_pack, load_pack_file
+from bundler.eps.plugins import available_packs, load_pack, load_pack_file
 from bundler.errors import ConfigError, ProfileError
 from tests.conftest import HELLO, REPO, pip_env, require, run_bundle, test_cache_dir
 from tests.support.scratch import scratch

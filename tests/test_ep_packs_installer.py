@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from bundler.ep_packs import load_pack
+from bundler.eps.plugins import load_pack
 from tests.conftest import HELLO, pip_env, require, test_cache_dir
 from tests.support.doctor import DRIVER_581, Machine
 from tests.support.inno import InnoSetup

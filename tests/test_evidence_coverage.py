@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from bundler.evidence import evidence_dir
+from bundler.pruning.evidence import evidence_dir
 from tests.conftest import REPO, require_module
 from tests.test_prune import model, plan, pruned, shipped
 
@@ -120,7 +120,7 @@ def test_the_llm_export_holds_the_llm_ops_and_prunes() -> None:
 
 
 def decide_for(ops: list[str]) -> Any:
-    from bundler.prune import decide
+    from bundler.pruning.prune import decide
 
     return decide(plan(), [model(*ops)], shipped(), "")
 

@@ -1,4 +1,4 @@
-"""The GPU code a DLL carries, read from its CUDA fat binaries (bundler/fatbin.py).
+"""The GPU code a DLL carries, read from its CUDA fat binaries (bundler/binary/fatbin.py).
 
 Unit tests build fatbin blobs by hand and put them in a synthetic PE (the factory's `.data`
 section, renamed). The real-data tests compare the reader with NVIDIA's `cuobjdump` on every
@@ -28,8 +28,8 @@ from pathlib import Path
 import pefile
 import pytest
 
+from bundler.binary.fatbin import GpuCode, read_gpu_code, serves, sort_archs
 from bundler.errors import InputFileError
-from bundler.fatbin import GpuCode, read_gpu_code, serves, sort_archs
 from tests.conftest import require, test_cache_dir
 from tests.support.pefactory import PEPatch, PESpec, build_pe, write_pe
 
@@ -327,7 +327,7 @@ def real_dll(key: str) -> Path:
 
 def registered_blobs(dll: Path) -> list[tuple[int, int]]:
     """(file offset, length) of every blob, from the registration records in .nvFatBi (magic,
-    version, blob address, 0) and each blob's own 16-byte header: not from bundler.fatbin."""
+    version, blob address, 0) and each blob's own 16-byte header: not from bundler.binary.fatbin."""
     image = pefile.PE(str(dll), fast_load=True)
     try:
         records = next(s for s in image.sections if s.Name.rstrip(b"\0") == b".nvFatBi")

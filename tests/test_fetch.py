@@ -345,7 +345,7 @@ def test_pip_source_fetches_a_py3_wheel_that_declares_requires_python(
     """A py3-none wheel (the EP packs') is asked for as this Python, not as "3" (Python 3.0),
     which pip refuses for every wheel whose metadata declares Requires-Python."""
     from bundler.acquire.sources import pip_download
-    from bundler.profiles import PipSource
+    from bundler.target.profiles import PipSource
 
     wheel = "demo_pack-1.0-py3-none-win_amd64.whl"
     metadata = b"Metadata-Version: 2.1\nName: demo-pack\nVersion: 1.0\nRequires-Python: >=3.10\n"

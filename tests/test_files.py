@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from bundler import files
+from bundler.disk import files
+from bundler.disk.files import RETRY_DELAYS, case_collisions
 from bundler.errors import ConflictError
-from bundler.files import RETRY_DELAYS, case_collisions
 from bundler.ship.deploy import apply, plan_deployment
 from bundler.ship.output_folder import Counters, Placement
 

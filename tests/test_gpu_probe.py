@@ -12,7 +12,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
-from bundler.evidence import load_evidence
+from bundler.pruning.evidence import load_evidence
 from tests.conftest import REPO, require
 
 TOOLS = REPO / "tools"

@@ -1,4 +1,5 @@
-"""Which GPUs a bundle's CUDA code serves (bundler.gpu), from the SASS and PTX lists the issue
+"""Which GPUs a bundle's CUDA code serves (bundler.closure.gpu), from the SASS and PTX lists the
+issue
 measured with cuobjdump on the real DLLs, and the doctor's data file (bundler.render.doctor_dat)."""
 
 from __future__ import annotations
@@ -7,13 +8,13 @@ import hashlib
 
 import pytest
 
+from bundler.binary.fatbin import GpuCode
+from bundler.closure.gpu import coverage, parse_target, service, target_findings
+from bundler.closure.lock import Lock, LockedFile
 from bundler.errors import ConfigError
-from bundler.fatbin import GpuCode
 from bundler.findings import CATALOGUE
-from bundler.gpu import coverage, parse_target, service, target_findings
-from bundler.lock import Lock, LockedFile
-from bundler.profiles import GpuDriver
 from bundler.render.doctor_dat import DOCTOR_CHECKS, doctor_data
+from bundler.target.profiles import GpuDriver
 
 SIX = ("sm_52", "sm_60", "sm_61", "sm_70", "sm_75", "sm_80")
 # onnxruntime_providers_cuda.dll 1.19.2: SASS and PTX for the same six architectures

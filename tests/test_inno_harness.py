@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bundler.pe import read_pe
+from bundler.binary.pe import read_pe
 from tests.support.doctor import DRIVER_516, DRIVER_551, Machine
 from tests.support.inno import VC_REDIST_LOG, InnoSetup, read_setup_log
 from tests.support.mingw import STANDINS_SCRIPT, run_build_script

@@ -1,10 +1,12 @@
 """The package's shape, read from its source with `ast`: layers, cycles, who may print.
 
-- Layers: a small core (`bundler/*.py`) and wings (`acquire/`, `render/`, `ship/`, `audit/`,
-  `rules/`, `measure/`, `cli/`). A module may import its own group and the groups LAYERS
-  allows it: the core nothing above it, a wing the core and, where it must, a wing below it;
-  never a wing above or beside it. Every import counts, also one inside a function or under
-  TYPE_CHECKING.
+- Layers: a core and wings (`acquire/`, `render/`, `ship/`, `audit/`, `rules/`, `measure/`,
+  `cli/`). The core is a few modules at the top (`bundler/*.py`: errors, findings, the
+  reporter) and the packages of CORE_PACKAGES, each a concept (what a build targets, binaries,
+  the closure, pruning, EP packs, configuration, the disk). A module may import its own group
+  and the groups LAYERS allows it: a core package the top modules and the core packages below
+  it, a wing the whole core and, where it must, a wing below it; never a group above or beside
+  it. Every import counts, also one inside a function or under TYPE_CHECKING.
 - No cycles between modules (imports at module level, where a cycle breaks an import).
 - Only `bundler/cli/` and the entry point print or exit: library code reports through
   the reporter the CLI hands it (bundler.reporter) or raises a BundleError.
@@ -27,18 +29,28 @@ from tests.conftest import REPO
 
 PACKAGE = REPO / "bundler"
 WINGS = ("acquire", "render", "ship", "audit", "rules", "measure", "cli")
+CORE_PACKAGES = ("target", "config", "disk", "binary", "closure", "pruning", "eps")
+CORE = ("core", *CORE_PACKAGES)  # "core": the modules at the top of bundler/
 # group -> the groups it may import (besides itself), lowest first
 LAYERS: dict[str, tuple[str, ...]] = {
     "core": (),
-    "acquire": ("core",),
-    "render": ("core", "acquire"),
-    "ship": ("core", "acquire", "render"),
-    "audit": ("core", "acquire", "render"),
-    "rules": ("core", "acquire"),
-    "measure": ("core",),
-    "cli": ("core", "acquire", "render", "ship", "audit", "rules", "measure"),
+    "target": ("core",),
+    "config": ("core", "target"),
+    "disk": ("core", "config"),
+    "binary": ("core", "target"),
+    "closure": ("core", "target", "binary", "disk"),
+    "pruning": ("core", "target", "disk", "closure"),
+    "eps": ("core", "target", "config"),
+    "acquire": CORE,
+    "render": (*CORE, "acquire"),
+    "ship": (*CORE, "acquire", "render"),
+    "audit": (*CORE, "acquire", "render"),
+    "rules": (*CORE, "acquire"),
+    "measure": CORE,
+    "cli": (*CORE, "acquire", "render", "ship", "audit", "rules", "measure"),
     "entry": ("core", "cli"),
 }
+MAX_TOP_FILES = 8  # issue 39: a few modules at the top of bundler/, the rest in packages
 MAY_PRINT = ("cli", "entry")
 PRINTING = {"print", "sys.exit", "sys.stderr.write", "sys.stdout.write", "os._exit", "exit"}
 PRINTING |= {"typer.echo", "typer.secho", "quit"}
@@ -54,7 +66,7 @@ def module_name(path: Path, root: Path = PACKAGE) -> str:
 
 def group(module: str) -> str:
     parts = module.split(".")
-    if len(parts) >= 2 and parts[1] in WINGS:
+    if len(parts) >= 2 and parts[1] in WINGS + CORE_PACKAGES:
         return parts[1]
     if len(parts) >= 2 and parts[1] in ("entry", "__main__"):
         return "entry"
@@ -206,6 +218,24 @@ def test_no_module_imports_a_layer_above_or_beside_it() -> None:
     assert layer_violations(sources()) == []
 
 
+def test_the_top_of_the_package_holds_a_few_modules() -> None:
+    top = sorted(path.name for path in PACKAGE.glob("*.py"))
+    assert len(top) <= MAX_TOP_FILES, top
+
+
+def test_every_package_of_the_core_is_a_known_group() -> None:
+    """A new package under bundler/ is placed in LAYERS, or its modules would count as the
+    top's (which may import nothing)."""
+    folders = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
+    assert folders == set(WINGS + CORE_PACKAGES)
+
+
+def test_the_package_map_lists_the_core_packages_in_this_order() -> None:
+    from tools.repository_map import CORE_PACKAGES as MAPPED
+
+    assert MAPPED == CORE_PACKAGES
+
+
 def test_no_import_cycles() -> None:
     assert cycles(sources()) == []
 
@@ -248,6 +278,14 @@ def planted(tmp_path: Path, files: dict[str, str]) -> Iterator[tuple[str, ast.Mo
         (
             {"acquire/cache.py": "from bundler.cli import views\n"},
             "bundler.acquire.cache (acquire) imports bundler.cli (cli)",
+        ),
+        (  # between core packages: the target does not know the closure
+            {"target/profiles.py": "from bundler.closure.plan import Plan\n"},
+            "bundler.target.profiles (target) imports bundler.closure.plan (closure)",
+        ),
+        (  # the top of the core imports no package
+            {"errors.py": "from bundler.disk import files\n"},
+            "bundler.errors (core) imports bundler.disk (disk)",
         ),
     ],
 )

@@ -1,5 +1,5 @@
 """The kept libraries behind the cache: platformdirs finds the cache folder, filelock takes the
-cross-process locks (bundler/cache_root.py, bundler/file_locks.py).
+cross-process locks (bundler/config/cache_root.py, bundler/disk/process_locks.py).
 
 What a user sees is checked through the CLI: a build that has to wait for another process says
 so, `$BUNDLE_LOCK_TIMEOUT` turns a wait that lasts too long into exit 20 with one line, and an
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from bundler.cache_root import default_cache_dir
+from bundler.config.cache_root import default_cache_dir
 from bundler.errors import ExitCode
 from bundler.ship.deploy import BUILD_LOCK
 from tests.support.httpserver import HttpServer
@@ -33,7 +33,7 @@ RATE = 64 << 20
 HOLDER = """
 import sys
 from pathlib import Path
-from bundler.file_locks import file_lock
+from bundler.disk.process_locks import file_lock
 with file_lock(Path(sys.argv[1]), "the test's holder", remove=sys.argv[2] == "remove"):
     print("held", flush=True)
     sys.stdin.read()
@@ -45,7 +45,7 @@ with file_lock(Path(sys.argv[1]), "the test's holder", remove=sys.argv[2] == "re
 WORKER = """
 import os, sys
 from pathlib import Path
-from bundler.file_locks import file_lock
+from bundler.disk.process_locks import file_lock
 lock, inside, counter, rounds = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
 for _ in range(rounds):
     with file_lock(lock, "the counter", remove=True):

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bundler.pe import read_pe
-from bundler.system import load_system_policy
+from bundler.binary.pe import read_pe
+from bundler.target.system import load_system_policy
 from tests.conftest import CPU, HELLO, REPO, bundle_from_cache, require, run_bundle
 
 SOURCE = REPO / "tests" / "fixtures" / "managed" / "hello_managed.cs"

@@ -1,7 +1,8 @@
 """`bundle measure`: the app's own measurement, run for real with the CPU onnxruntime of this
 machine (no GPU here: `--provider cpu` stands in for CUDA, and `--provider cuda` is exactly the
 fallback a GPU machine without its CUDA libraries shows), and the app evidence file it writes,
-read back by bundler.appevidence. bundler.measure.names maps library names without onnxruntime."""
+read back by bundler.pruning.app_evidence. bundler.measure.names maps library names without
+onnxruntime."""
 
 from __future__ import annotations
 
@@ -15,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from bundler.appevidence import AppEvidence, MeasuredModel, problems, read_app_evidence
 from bundler.errors import ExitCode, InputFileError
 from bundler.measure.names import windows_name
 from bundler.measure.parent import child_environment
-from bundler.models import ModelOps, read_model_ops
+from bundler.pruning.app_evidence import AppEvidence, MeasuredModel, problems, read_app_evidence
+from bundler.pruning.onnx_models import ModelOps, read_model_ops
 from tests.conftest import CPU, REPO, require_module
 
 CPU_PROVIDER = "CPUExecutionProvider"
@@ -121,7 +122,7 @@ def evidence(tmp_path: Path, **changes: object) -> AppEvidence:
 
 
 def given(name: str, sha256: str) -> ModelOps:
-    """A model given to the build, as bundler.models reads it."""
+    """A model given to the build, as bundler.pruning.onnx_models reads it."""
     return ModelOps(Path("models") / name, sha256, frozenset({"MatMul"}))
 
 

@@ -1,4 +1,4 @@
-"""bundler/models.py: the op types of real ONNX models, built here with onnx.helper."""
+"""bundler/pruning/onnx_models.py: the op types of real ONNX models, built here with onnx.helper."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bundler.errors import ConfigError, InputFileError
-from bundler.models import op_key, read_model_ops
+from bundler.pruning.onnx_models import op_key, read_model_ops
 from tests.conftest import require_module
 
 onnx = require_module("onnx", 'pip install "ort-bundle[models]" (.ci/run installs it)')

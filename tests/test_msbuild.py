@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
+from bundler.closure.lock import LOCK_NAME, Lock, LockedFile
+from bundler.closure.lockfile import read_lock
 from bundler.errors import ConfigError, ExitCode
-from bundler.lock import LOCK_NAME, Lock, LockedFile
-from bundler.lockfile import read_lock
 from bundler.render.engine import Templates
 from bundler.render.escaping import msbuild_escape, xml_text
 from bundler.render.msbuild_props import (

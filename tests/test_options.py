@@ -1,4 +1,4 @@
-"""One options resolver (bundler.options): flag > bundle.toml > profile > default, applied in
+"""One options resolver (bundler.config.options): flag > bundle.toml > profile > default, applied in
 one place, and `bundle build --dry-run --json` says where each setting came from."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from bundler.config.options import Options
 from bundler.errors import ConfigError
-from bundler.options import Options
 from bundler.ship.appconfig import load_config
 from tests.conftest import HELLO, hello_app
 from tests.test_build import build

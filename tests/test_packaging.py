@@ -55,7 +55,8 @@ def test_wheel_contains_package_data(wheel: Path) -> None:
 def test_installed_wheel_runs_outside_the_checkout(installed: Path, tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(installed)}
     code = (
-        "import bundler.resources as r, bundler; print(bundler.__file__); print(r.manifests_dir())"
+        "import bundler.target.resources as r, bundler; "
+        "print(bundler.__file__); print(r.manifests_dir())"
     )
     where = subprocess.run(
         [sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True
@@ -79,7 +80,7 @@ def test_wheel_contains_the_msbuild_templates(wheel: Path, installed: Path, tmp_
     for template in ("ort-bundle.props.j2", "ort-bundle.targets.j2"):
         assert f"bundler/_data/templates/{template}" in names
     code = (
-        "from pathlib import Path; from bundler.lock import Lock; "
+        "from pathlib import Path; from bundler.closure.lock import Lock; "
         "from bundler.render.engine import Templates; "
         "from bundler.render.msbuild_props import write_msbuild_files; "
         "templates, lock = Templates(Path('cache')), Lock('p', 'x64', 'app-local', ()); "

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from bundler.binary.pe import read_pe
 from bundler.errors import InputFileError
-from bundler.pe import read_pe
 from tests.conftest import REPO, run_bundle
 from tests.support.pefactory import PESpec, build_pe, write_pe
 

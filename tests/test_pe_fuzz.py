@@ -27,8 +27,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
 
+from bundler.binary.pe import read_pe
 from bundler.errors import InputFileError
-from bundler.pe import read_pe
 from tests.conftest import IN_CI, RealDlls, test_cache_dir
 from tests.support.pefactory import (
     DIR_COM_DESCRIPTOR,

@@ -17,12 +17,12 @@ from pathlib import Path
 import pefile
 import pytest
 
+from bundler.binary.pe import read_pe
+from bundler.closure.plan import Status
+from bundler.closure.resolve import resolve
 from bundler.errors import InputFileError
-from bundler.pe import read_pe
-from bundler.plan import Status
-from bundler.profiles import load_profile_file
-from bundler.resolve import resolve
-from bundler.system import load_system_policy
+from bundler.target.profiles import load_profile_file
+from bundler.target.system import load_system_policy
 from tests.conftest import RealDlls
 from tests.support.pefactory import (
     DELAY_DESCRIPTOR_SIZE,

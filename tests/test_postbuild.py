@@ -31,9 +31,9 @@ from pathlib import Path
 
 import pytest
 
+from bundler.closure.lock import Lock, LockedFile
+from bundler.closure.lockfile import read_lock
 from bundler.errors import ConfigError
-from bundler.lock import Lock, LockedFile
-from bundler.lockfile import read_lock
 from bundler.render.engine import Templates
 from bundler.render.escaping import cmd_call_quoted, cmd_quoted, cmd_text
 from bundler.render.postbuild import (

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from bundler.ep_packs import available_packs, load_pack
+from bundler.eps.plugins import available_packs, load_pack
 from bundler.errors import ProfileError
-from bundler.profiles import PipSource, UrlSource, available_profiles, load_profile
+from bundler.target.profiles import PipSource, UrlSource, available_profiles, load_profile
 from tests.conftest import run_bundle
 
 SHIPPED = {

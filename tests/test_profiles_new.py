@@ -23,9 +23,9 @@ import pytest
 
 from bundler.acquire.download import DownloadPolicy
 from bundler.errors import FetchError, ProfileError
-from bundler.profiles import PipSource, Profile, is_pattern, load_profile, load_profile_file
 from bundler.rules.derive.flavours import available_flavours, load_flavour
 from bundler.rules.derive.index import find_wheel, normalize, wheel_rank
+from bundler.target.profiles import PipSource, Profile, is_pattern, load_profile, load_profile_file
 from tests.conftest import HELLO, RealDlls, pip_env, require, test_cache_dir
 from tests.support.httpserver import HttpServer
 from tests.support.wine import Wine

@@ -1,4 +1,5 @@
-"""bundler/prune.py: which cuDNN sub-libraries a bundle leaves out for the app's models, decided
+"""bundler/pruning/prune.py: which cuDNN sub-libraries a bundle leaves out for the app's models,
+decided
 on a small Plan against a small evidence table (the rules of docs/pruning.md one at a time).
 The real build, audit and load proof of a pruned 1.31.1 GPU bundle: tests/test_prune_bundle.py.
 """
@@ -9,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bundler.evidence import (
+from bundler.closure.plan import Edge, EdgeKind, Plan, PlanFile, Status
+from bundler.pruning.evidence import (
     Evidence,
     OpLoads,
     all_evidence,
@@ -17,9 +19,8 @@ from bundler.evidence import (
     load_evidence,
     load_fusions,
 )
-from bundler.models import ModelOps
-from bundler.plan import Edge, EdgeKind, Plan, PlanFile, Status
-from bundler.prune import (
+from bundler.pruning.onnx_models import ModelOps
+from bundler.pruning.prune import (
     CANDIDATE,
     SUB_LIBRARY,
     Pruning,

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from bundler.evidence import all_evidence
-from bundler.lockfile import read_lock
-from bundler.prune import SUB_LIBRARY
+from bundler.closure.lockfile import read_lock
+from bundler.pruning.evidence import all_evidence
+from bundler.pruning.prune import SUB_LIBRARY
 from tests.conftest import CPU, HELLO, REPO, pip_env, require_module
 from tests.support.wine import Wine
 

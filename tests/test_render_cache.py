@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from bundler import resources
+from bundler.closure.lock import Lock, LockedFile
 from bundler.errors import ConfigError
-from bundler.lock import Lock, LockedFile
 from bundler.render import kept as render_cache
 from bundler.render.engine import Templates
 from bundler.render.postbuild import SCRIPT_TEMPLATE, postbuild_values
+from bundler.target import resources
 from tests.conftest import REPO
 from tests.support.httpserver import HttpServer
 from tests.support.slowrelease import make_release, mirror_args
@@ -86,8 +86,8 @@ def entry_bytes(text: str) -> bytes:
 
 RUN = """
 import json, sys
-from bundler.lock import Lock, LockedFile
-from bundler.cache_root import cache_root
+from bundler.closure.lock import Lock, LockedFile
+from bundler.config.cache_root import cache_root
 from bundler.render.engine import Templates
 from bundler.render.postbuild import SCRIPT_TEMPLATE, postbuild_values
 

@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from bundler.closure.lock import Lock, LockedFile
 from bundler.errors import ConfigError
-from bundler.lock import Lock, LockedFile
-from bundler.profiles import GpuDriver
 from bundler.render.engine import Templates
 from bundler.render.escaping import (
     inno_const,
@@ -29,6 +28,7 @@ from bundler.render.escaping import (
 )
 from bundler.render.iss import SPAN_ABOVE, app_id_for, iss_values, write_iss
 from bundler.render.render_settings import IssSettings
+from bundler.target.profiles import GpuDriver
 from tests.conftest import bundle_from_cache as bundle
 from tests.conftest import hello_app, hello_cpu
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from bundler.binary.pe import read_pe
+from bundler.closure.plan import EdgeKind, Plan, Status, plan_from_json
+from bundler.closure.resolve import SearchPath, resolve
 from bundler.errors import MachineMismatchError
-from bundler.pe import read_pe
-from bundler.plan import EdgeKind, Plan, Status, plan_from_json
-from bundler.profiles import load_profile_file
-from bundler.resolve import SearchPath, resolve
-from bundler.system import load_system_policy
+from bundler.target.profiles import load_profile_file
+from bundler.target.system import load_system_policy
 from tests.conftest import run_bundle
 from tests.support.pefactory import write_pe
 

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from bundler.lock import PACK_MARKER, RuntimePack
-from bundler.lockfile import read_lock
+from bundler.closure.lock import PACK_MARKER, RuntimePack
+from bundler.closure.lockfile import read_lock
 from tests.conftest import HELLO, pip_env, require, test_cache_dir
 from tests.support.httpserver import HttpServer
 from tests.support.inno import InnoSetup

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from bundler.closure.lock import LockedFile, runtime_pack
 from bundler.errors import ConfigError
-from bundler.lock import LockedFile, runtime_pack
 from bundler.render.engine import Templates
 from bundler.render.iss import write_iss
 from bundler.render.pack_iss import PACK_SCRIPT, WEB_SCRIPT

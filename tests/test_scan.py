@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from bundler.profiles import load_profile
 from bundler.rules.scan import Confidence, Kind, Pool, dll_strings, pattern_regex, scan
-from bundler.system import load_system_policy
+from bundler.target.profiles import load_profile
+from bundler.target.system import load_system_policy
 from tests.conftest import CPU, DIRECTML, GPU, RealDlls, fetch, pip_env, run_bundle
 from tests.support.mingw import compile_c
 from tests.support.pefactory import PESpec, write_pe

@@ -17,9 +17,9 @@ from pathlib import Path
 import pefile
 import pytest
 
+from bundler.binary.signatures import SignatureState, check_signature
 from bundler.errors import ConfigError
-from bundler.profiles import load_profile
-from bundler.signatures import SignatureState, check_signature
+from bundler.target.profiles import load_profile
 from tests.conftest import CPU, GPU, HELLO, RealDlls, hello_cpu, require
 from tests.support.pefactory import PESpec, write_pe
 from tests.test_audit import audit_cli, broken_copy, found, patched_copy

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from bundler.lock import PACK_MARKER
+from bundler.closure.lock import PACK_MARKER
 from tests.conftest import CPU, hello_app, require
 from tests.conftest import bundle_from_cache as bundle
 from tests.support.inno import InnoSetup

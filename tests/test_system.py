@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bundler.pe import read_pe
-from bundler.system import load_system_policy
+from bundler.binary.pe import read_pe
+from bundler.target.system import load_system_policy
 from tests.conftest import REPO, RealDlls, require
 
 WIN10 = (10, 0, 10240)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bundler.profiles import DirSource, PipSource, load_profile
+from bundler.target.profiles import DirSource, PipSource, load_profile
 from tests.conftest import HELLO, RealDlls, run_bundle
 from tests.support.pefactory import write_pe
 from tests.test_real_closure import GPU_WHEELS

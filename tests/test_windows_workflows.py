@@ -9,7 +9,8 @@ fetch --verify, the cache commands, profiles and profiles check, scan and deps; 
 lock against the Linux lock of the same build; the README's install line.
 
 Every test starts from a build made by the Windows Python (the module's `folders`, or a build
-of its own), and every build reads the CUDA code of its DLLs (bundler/fatbin.py, for the lock's
+of its own), and every build reads the CUDA code of its DLLs (bundler/binary/fatbin.py, for the
+lock's
 sass/ptx): so each test fails on a Windows-only crash of that reader, such as issue 27's
 `os.pread`, and on any other of the build's Windows paths (copies, links, renames, locks).
 
@@ -37,9 +38,9 @@ from typing import Any
 import pytest
 from filelock import FileLock
 
-from bundler.digest import file_sha256
-from bundler.lock import LOCK_NAME
-from bundler.signatures import FINDING_CODES as SIGNATURE_CODES
+from bundler.binary.signatures import FINDING_CODES as SIGNATURE_CODES
+from bundler.closure.lock import LOCK_NAME
+from bundler.disk.digest import file_sha256
 from tests.conftest import CPU, DIRECTML, GPU, HELLO, REPO, run_bundle, test_cache_dir
 from tests.support.inno import InnoSetup
 from tests.support.replica import Replica
@@ -500,7 +501,8 @@ def test_scan_and_deps_of_the_built_folder(
 
 # --- the same result as on Linux ----------------------------------------------------------------
 
-# The lock file is written with LF line ends on every system (bundler/lockfile.py). Fields allowed
+# The lock file is written with LF line ends on every system (bundler/closure/lockfile.py). Fields
+# allowed
 # to differ between a Windows and a Linux build of the same inputs:
 # - mtime_ns of the files whose time is the file system's own (the app, bundle-doctor.exe):
 #   Windows keeps file times in 100 ns ticks (FILETIME), Linux in nanoseconds, so Windows reads

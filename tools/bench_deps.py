@@ -19,11 +19,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bundler.pe import read_pe  # noqa: E402
-from bundler.plan import Status  # noqa: E402
-from bundler.profiles import load_profile  # noqa: E402
-from bundler.resolve import resolve  # noqa: E402
-from bundler.system import load_system_policy  # noqa: E402
+from bundler.binary.pe import read_pe  # noqa: E402
+from bundler.closure.plan import Status  # noqa: E402
+from bundler.closure.resolve import resolve  # noqa: E402
+from bundler.target.profiles import load_profile  # noqa: E402
+from bundler.target.system import load_system_policy  # noqa: E402
 from tools.fetch_test_wheels import default_cache, dll_folder, pinned_wheels  # noqa: E402
 
 PROFILE = "ort-1.19.2-gpu-cuda12"

@@ -32,7 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bundler.profiles import available_profiles, load_profile  # noqa: E402
+from bundler.target.profiles import available_profiles, load_profile  # noqa: E402
 from tests.support.wine import Wine  # noqa: E402
 
 HELLO = REPO / "examples" / "hello" / "hello.exe"

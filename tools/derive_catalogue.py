@@ -26,13 +26,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bundler import resources  # noqa: E402
 from bundler.acquire.artifacts import AcquireOptions  # noqa: E402
 from bundler.acquire.cache import Cache  # noqa: E402
 from bundler.acquire.download import DownloadPolicy  # noqa: E402
-from bundler.cache_root import default_cache_dir  # noqa: E402
+from bundler.config.cache_root import default_cache_dir  # noqa: E402
 from bundler.errors import BundleError  # noqa: E402
-from bundler.profiles import load_profile_file  # noqa: E402
 from bundler.render.engine import write_text  # noqa: E402
 from bundler.reporter import Reporter  # noqa: E402
 from bundler.rules.derive import NewProfile, derive_profile  # noqa: E402
@@ -43,6 +41,8 @@ from bundler.rules.derive.index import (  # noqa: E402
     newest_per_minor,
     released_versions,
 )
+from bundler.target import resources  # noqa: E402
+from bundler.target.profiles import load_profile_file  # noqa: E402
 
 CARRIER = {"gpu": "gpu-cuda12", "cpu": "cpu", "directml": "directml"}  # the package to fetch
 

@@ -81,10 +81,10 @@ import json, sys, time
 from pathlib import Path
 import torch, torchvision
 sys.path.insert(0, ".")
-from bundler.evidence import load_evidence
-from bundler.models import read_model_ops
-from bundler.plan import plan_from_json
-from bundler.prune import TableSource, decide
+from bundler.pruning.evidence import load_evidence
+from bundler.pruning.onnx_models import read_model_ops
+from bundler.closure.plan import plan_from_json
+from bundler.pruning.prune import TableSource, decide
 
 folder, table, plan_file = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
 torch.manual_seed(0)

@@ -31,9 +31,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bundler.acquire.sources import pip_download  # noqa: E402
-from bundler.digest import file_sha256  # noqa: E402
+from bundler.disk.digest import file_sha256  # noqa: E402
 from bundler.errors import BundleError  # noqa: E402
-from bundler.profiles import PipSource, available_profiles, load_profile  # noqa: E402
+from bundler.target.profiles import PipSource, available_profiles, load_profile  # noqa: E402
 
 KEEP_SUFFIXES = (".dll",)
 KEEP_WORDS = ("license", "notice", "eula")

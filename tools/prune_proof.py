@@ -5,7 +5,8 @@ with one more library removed.
     python3 tools/prune_proof.py --table TABLE --models DIR --plan PLAN --ort-dir DIR \\
         --cuda-lib SP/nvidia/cu13/lib --cudnn-lib SP/nvidia/cudnn/lib --out OUTDIR
 
-- The decision is bundle's own (bundler.prune.decide with the table, bundler.models for the op
+- The decision is bundle's own (bundler.pruning.prune.decide with the table,
+  bundler.pruning.onnx_models for the op
   types), made on PLAN: the Windows plan of the GPU bundle (`bundle build --dry-run --json`'s
   `plan`), so what stays is what the Windows bundle would ship, static imports included.
 - The pruned folder holds a symlink to every CUDA and cuDNN library of the Linux wheels whose
@@ -31,11 +32,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bundler.evidence import load_evidence  # noqa: E402
+from bundler.closure.plan import plan_from_json  # noqa: E402
 from bundler.measure.names import windows_name  # noqa: E402
-from bundler.models import read_model_ops  # noqa: E402
-from bundler.plan import plan_from_json  # noqa: E402
-from bundler.prune import CANDIDATE, TableSource, decide  # noqa: E402
+from bundler.pruning.evidence import load_evidence  # noqa: E402
+from bundler.pruning.onnx_models import read_model_ops  # noqa: E402
+from bundler.pruning.prune import CANDIDATE, TableSource, decide  # noqa: E402
 
 PROBE = Path(__file__).with_name("gpu_probe.py")
 

@@ -2,7 +2,7 @@
 
 `bundle profiles new` writes the block itself; the hand-written profiles get it from here. For
 every artifact with a pinned wheel, each DLL of the wheel that the artifact `provides` is read
-(bundler.pe, names only) and gets one [[files]] table: name, artifact, size and its import
+(bundler.binary.pe, names only) and gets one [[files]] table: name, artifact, size and its import
 and delay-import names (API sets left out). The block runs from its marker line to the end of
 the file and is replaced as a whole; everything above it stays as written.
 
@@ -26,18 +26,18 @@ sys.path.insert(0, str(REPO / "tools"))
 
 from fetch_test_wheels import default_cache, download, extract  # noqa: E402
 
-from bundler.pe import read_pe  # noqa: E402
-from bundler.profile_loads import RecordedFile  # noqa: E402
-from bundler.profiles import (  # noqa: E402
+from bundler.binary.pe import read_pe  # noqa: E402
+from bundler.rules.derive.facts import recorded_file  # noqa: E402
+from bundler.rules.derive.profile_toml import RECORDED_MARKER, recorded_files_toml  # noqa: E402
+from bundler.target.loads import RecordedFile  # noqa: E402
+from bundler.target.profiles import (  # noqa: E402
     PipSource,
     Profile,
     available_profiles,
     load_profile_file,
     matches,
 )
-from bundler.rules.derive.facts import recorded_file  # noqa: E402
-from bundler.rules.derive.profile_toml import RECORDED_MARKER, recorded_files_toml  # noqa: E402
-from bundler.system import load_system_policy  # noqa: E402
+from bundler.target.system import load_system_policy  # noqa: E402
 
 
 def recorded(profile: Profile, cache: Path) -> list[RecordedFile]:

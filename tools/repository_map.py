@@ -26,6 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tools.generated_page import REPO, PageError, page_main
 
 PAGE = REPO / "docs" / "repository.md"
+# The core's packages, lowest first (tests/test_layers.py's CORE_PACKAGES, which a test keeps
+# equal): listed after the modules at the top, before the wings.
+CORE_PACKAGES = ("target", "config", "disk", "binary", "closure", "pruning", "eps")
 PACKAGE = REPO / "bundler"
 MARKED = re.compile(r"^<!-- modules -->\n.*?^<!-- /modules -->$", re.MULTILINE | re.DOTALL)
 LAYERS = "Read/decide|Read|Decide|Act|Talk"
@@ -55,7 +58,8 @@ def first_sentence(text: str) -> str:
 
 
 def groups(package: Path) -> dict[str, list[Path]]:
-    """The core (modules at the top) and each wing (a folder, its subfolders with it), sorted."""
+    """The core (modules at the top, then its packages, lowest first) and each wing (a folder,
+    its subfolders with it), sorted."""
     found: dict[str, list[Path]] = {}
     for path in sorted(package.rglob("*.py")):
         relative = path.relative_to(package)
@@ -65,7 +69,14 @@ def groups(package: Path) -> dict[str, list[Path]]:
             continue  # an empty package marker, or `python -m bundler`
         group = relative.parts[0] if len(relative.parts) > 1 else "core"
         found.setdefault(group, []).append(path)
-    return dict(sorted(found.items(), key=lambda item: (item[0] != "core", item[0])))
+    def place(group: str) -> tuple[int, int, str]:
+        if group == "core":
+            return (0, 0, group)
+        if group in CORE_PACKAGES:
+            return (1, CORE_PACKAGES.index(group), group)
+        return (2, 0, group)
+
+    return dict(sorted(found.items(), key=lambda item: place(item[0])))
 
 
 def module_table(package: Path) -> str:
@@ -73,6 +84,7 @@ def module_table(package: Path) -> str:
     lines: list[str] = []
     for group, paths in groups(package).items():
         title = "The core" if group == "core" else f"`{group}/`"
+        title = f"The core: `{group}/`" if group in CORE_PACKAGES else title
         lines += [f"### {title}", "", "| module | layer | job |", "|---|---|---|"]
         for path in paths:
             layer, job = opening(path)

@@ -22,10 +22,10 @@ def main() -> None:
     import torch
     import torchvision
 
-    from bundler.evidence import load_evidence
-    from bundler.models import read_model_ops
-    from bundler.plan import plan_from_json
-    from bundler.prune import TableSource, decide
+    from bundler.closure.plan import plan_from_json
+    from bundler.pruning.evidence import load_evidence
+    from bundler.pruning.onnx_models import read_model_ops
+    from bundler.pruning.prune import TableSource, decide
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--plan", type=Path, required=True)

@@ -24,7 +24,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bundler import files
 from bundler.acquire.acquired import Acquired
 from bundler.acquire.cache import Cache
 from bundler.acquire.download import DownloadPolicy
@@ -38,11 +37,12 @@ from bundler.acquire.source_choice import (
 )
 from bundler.acquire.sources import local_install
 from bundler.acquire.trees import PendingArchive, unpack_archives
+from bundler.config.validate import SOURCE_MODES
+from bundler.disk import files
 from bundler.errors import FetchError
-from bundler.profiles import Artifact, DirSource, PipSource, Profile, Source, UrlSource
 from bundler.progress_meter import ProgressFactory
 from bundler.reporter import Reporter
-from bundler.validate import SOURCE_MODES
+from bundler.target.profiles import Artifact, DirSource, PipSource, Profile, Source, UrlSource
 
 
 @dataclass(frozen=True)

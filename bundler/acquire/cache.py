@@ -1,7 +1,7 @@
 """Act layer: the content-addressed download cache.
 
 Layout under the cache root (`--cache-dir`, else $BUNDLE_CACHE_DIR, else the platform cache folder,
-bundler.cache_root):
+bundler.config.cache_root):
 
     blobs/sha256/<hash>         verified archives, named by their SHA-256
     blobs/sha256/<hash>.json    what the blob was called and where it came from (BlobIndex)
@@ -29,12 +29,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
 
-from bundler import files
 from bundler.acquire.hash_memo import HashMemo
-from bundler.cache_root import packs_folder
-from bundler.digest import HASH_BLOCK, file_sha256, files_sha256
+from bundler.config.cache_root import packs_folder
+from bundler.disk import files
+from bundler.disk.digest import HASH_BLOCK, file_sha256, files_sha256
+from bundler.disk.process_locks import file_lock
 from bundler.errors import IntegrityError, OutputError
-from bundler.file_locks import file_lock
 from bundler.reporter import SILENT, Reporter
 
 

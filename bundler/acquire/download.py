@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from bundler import files
 from bundler.acquire.exchange import Restart, Resumption, Retry, Wire
 from bundler.acquire.part_file import PartFile
+from bundler.config.settings import env_number
+from bundler.disk import files
 from bundler.errors import FetchError, IntegrityError, OutputError
 from bundler.progress_meter import ProgressCallback
-from bundler.settings import env_number
 
 if TYPE_CHECKING:  # imported when a download starts: most commands never need the network
     import requests

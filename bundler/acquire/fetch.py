@@ -20,8 +20,8 @@ from bundler.acquire.source_choice import (
 )
 from bundler.acquire.sources import pip_download
 from bundler.errors import FetchError
-from bundler.profiles import PipSource, UrlSource
 from bundler.progress_meter import ProgressFactory
+from bundler.target.profiles import PipSource, UrlSource
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from bundler import files
+from bundler.disk import files
 from bundler.errors import OutputError
 
 MEMO_NAME = ".hashes.json"

@@ -8,7 +8,7 @@ import hashlib
 from pathlib import Path
 from types import TracebackType
 
-from bundler.digest import HASH_BLOCK
+from bundler.disk.digest import HASH_BLOCK
 
 
 class PartFile:

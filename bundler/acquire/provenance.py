@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bundler.acquire.acquired import Acquired
-from bundler.plan import Plan, PlanFile, Status
+from bundler.closure.plan import Plan, PlanFile, Status
 
 
 def attach_provenance(plan: Plan, acquired: Sequence[Acquired]) -> Plan:

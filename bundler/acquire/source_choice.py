@@ -14,7 +14,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from bundler.errors import BundleError, FetchError, IntegrityError, SdkMissingError
-from bundler.profiles import Artifact, PipSource, Profile, Source, UrlSource, has_sdk
+from bundler.target.profiles import Artifact, PipSource, Profile, Source, UrlSource, has_sdk
 
 
 class SourceSkipped(Exception):

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from bundler.acquire.acquired import Acquired
 from bundler.acquire.source_choice import SourceSkipped
+from bundler.binary.pe import format_version, read_pe
 from bundler.errors import FetchError, InputFileError, IntegrityError
-from bundler.pe import format_version, read_pe
-from bundler.profiles import (
+from bundler.target.profiles import (
     Artifact,
     DirSource,
     PipSource,

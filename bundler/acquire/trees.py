@@ -17,8 +17,8 @@ from bundler.acquire.cache import Cache
 from bundler.acquire.extract import Extracted, Request, extract_all, is_extracted
 from bundler.acquire.source_choice import archive_filename, pinned_location
 from bundler.acquire.sources import _DISK_FULL
-from bundler.profiles import Artifact, PipSource, UrlSource, has_sdk, matches
 from bundler.progress_meter import ProgressFactory
+from bundler.target.profiles import Artifact, PipSource, UrlSource, has_sdk, matches
 
 # An extraction failing with one of these could not write into the cache
 _CANNOT_WRITE = {*_DISK_FULL, errno.EROFS, errno.EACCES, errno.EPERM}

@@ -16,18 +16,18 @@ from bundler.audit.closure import (
 )
 from bundler.audit.report import Audited, CheckFunction, is_pe_name
 from bundler.audit.restore import absent_locked
-from bundler.digest import file_sha256
+from bundler.binary.pe import format_version
+from bundler.closure.gpu import target_findings
+from bundler.closure.lock import PACK_MARKER
+from bundler.closure.plan import Status
+from bundler.closure.vcruntime import DEBUG_CRT_DLLS, outdated_runtimes
+from bundler.disk.digest import file_sha256
 from bundler.findings import Finding, finding
-from bundler.gpu import target_findings
-from bundler.lock import PACK_MARKER
-from bundler.pe import format_version
-from bundler.plan import Status
-from bundler.profile_names import version_key
-from bundler.profiles import (
+from bundler.target.profile_names import version_key
+from bundler.target.profiles import (
     dll_key,
     versioned,
 )
-from bundler.vcruntime import DEBUG_CRT_DLLS, outdated_runtimes
 
 CUDNN = "cudnn"
 TIME_TOLERANCE_NS = 2_000_000_000  # FAT and zip keep times to 2 s

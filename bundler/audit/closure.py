@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from bundler.audit.report import Audited
+from bundler.closure.plan import EDGE_LABELS, Edge, EdgeKind, Status
 from bundler.findings import Finding, finding
-from bundler.plan import EDGE_LABELS, Edge, EdgeKind, Status
-from bundler.profiles import is_pattern
+from bundler.target.profiles import is_pattern
 
 PROVIDER_PREFIX = "onnxruntime_providers_"
 PROVIDERS_SHARED = "onnxruntime_providers_shared.dll"

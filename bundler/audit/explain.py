@@ -14,8 +14,16 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from bundler.plan import Edge, Plan, PlanFile, Status
-from bundler.profiles import Artifact, DirSource, PipSource, Profile, Source, dll_key, matches
+from bundler.closure.plan import Edge, Plan, PlanFile, Status
+from bundler.target.profiles import (
+    Artifact,
+    DirSource,
+    PipSource,
+    Profile,
+    Source,
+    dll_key,
+    matches,
+)
 
 
 @dataclass(frozen=True)

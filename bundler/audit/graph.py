@@ -24,8 +24,8 @@ from bundler.audit.palette import (
     STATUS_MEANING,
     STATUS_STROKE,
 )
+from bundler.closure.plan import EDGE_LABELS, Edge, Plan, PlanFile, Status
 from bundler.findings import SEVERITY_ORDER, Finding, severity_rank
-from bundler.plan import EDGE_LABELS, Edge, Plan, PlanFile, Status
 
 # --- the graph's geometry (px). Node text is monospace, so its width is known here. ---------------
 

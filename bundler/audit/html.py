@@ -28,12 +28,12 @@ from typing import Any, Protocol
 from bundler.audit.graph import dependency_graph, legend, node_keys, size_text
 from bundler.audit.palette import SEVERITY_COLOUR, STATUS_STROKE
 from bundler.audit.report import AuditReport
+from bundler.closure.plan import Plan, PlanFile, Status
+from bundler.closure.vcruntime import VC_RUNTIME_DLLS
 from bundler.errors import ExitCode
 from bundler.findings import SEVERITY_ORDER, Finding, Severity
-from bundler.plan import Plan, PlanFile, Status
-from bundler.profiles import Artifact, Profile, matches
 from bundler.render.engine import Templates, write_text
-from bundler.vcruntime import VC_RUNTIME_DLLS
+from bundler.target.profiles import Artifact, Profile, matches
 
 TEMPLATE = "audit.html.j2"
 

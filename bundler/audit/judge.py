@@ -2,7 +2,8 @@
 
 `bundle audit`: judge a shipped folder the way the customer's machine will see it.
 
-The folder is resolved by the resolver `deps` and `build` use (bundler.resolve), against that
+The folder is resolved by the resolver `deps` and `build` use (bundler.closure.resolve), against
+that
 folder and the Windows system policy only: never PATH, never the download cache. The exes in
 the folder, the profile's roots and its runtime rules give the closure; the resulting Plan then
 says what the loader will find there and what it will not. Each check is one small function
@@ -46,20 +47,20 @@ from bundler.audit.report import (
 )
 from bundler.audit.restore import restore_list
 from bundler.audit.suppressions import Suppression, ordered, suppress
+from bundler.closure.lock import INSTALLED_LIST, LOCK_NAME, PACK_MARKER, Lock
+from bundler.closure.lockfile import read_lock
+from bundler.closure.plan import Plan, Status
+from bundler.closure.resolve import Recorded, resolve
+from bundler.closure.vcruntime import VC_RUNTIME_DLLS
 from bundler.errors import ArchiveError, InputFileError
 from bundler.findings import Finding
-from bundler.lock import INSTALLED_LIST, LOCK_NAME, PACK_MARKER, Lock
-from bundler.lockfile import read_lock
-from bundler.plan import Plan, Status
-from bundler.profiles import (
+from bundler.target.profiles import (
     DEFAULT_PROFILE,
     Profile,
     dll_key,
     load_profile,
 )
-from bundler.resolve import Recorded, resolve
-from bundler.system import SystemPolicy, load_system_policy
-from bundler.vcruntime import VC_RUNTIME_DLLS
+from bundler.target.system import SystemPolicy, load_system_policy
 
 if TYPE_CHECKING:
     pass
@@ -285,7 +286,7 @@ def run_checks(audited: Audited) -> tuple[Finding, ...]:
 
 def with_signatures(report: AuditReport, ignore: Sequence[Suppression] = ()) -> AuditReport:
     """--signatures: every PE file of the folder's Authenticode signature (BA601, BA602)."""
-    from bundler.signatures import signature_findings
+    from bundler.binary.signatures import signature_findings
 
     names = [entry.name for entry in os.scandir(report.folder) if entry.is_file()]
     found = signature_findings(report.folder, filter(is_pe_name, names), report.profile)

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from bundler.audit.loadproof import FINDING_CODES as LOAD_PROOF_CODES
 from bundler.audit.report import AuditReport
+from bundler.binary.signatures import FINDING_CODES as SIGNATURE_CODES
 from bundler.findings import CATALOGUE, Check, Finding, Severity
 from bundler.render.engine import write_text
-from bundler.signatures import FINDING_CODES as SIGNATURE_CODES
 
 SUITE = "bundle audit"
 

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from bundler.profiles import dll_key
+from bundler.target.profiles import dll_key
 
 _IMPORT_LINE = re.compile(
     r":err:module:import_dll (?:Library (?P<dll>\S+) \(which is needed by L?\"(?P<by>.*?)\"\)"

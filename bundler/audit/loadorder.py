@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bundler.plan import Edge, EdgeKind, Plan, PlanFile, Status
+from bundler.closure.plan import Edge, EdgeKind, Plan, PlanFile, Status
 
 # The edge kind drawn when one parent reaches one child in several ways: the earliest load wins.
 EDGE_PRECEDENCE = (EdgeKind.IMPORT, EdgeKind.DELAY_IMPORT, EdgeKind.RUNTIME)

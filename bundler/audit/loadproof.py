@@ -46,11 +46,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from bundler.audit.loader_output import LoaderRun, hex_code
+from bundler.closure.lock import DOCTOR_EXE
+from bundler.closure.plan import EdgeKind, Plan, Status
+from bundler.closure.vcruntime import VC_RUNTIME_DLLS
 from bundler.findings import Finding, finding
-from bundler.lock import DOCTOR_EXE
-from bundler.plan import EdgeKind, Plan, Status
-from bundler.profiles import dll_key
-from bundler.vcruntime import VC_RUNTIME_DLLS
+from bundler.target.profiles import dll_key
 
 # Catalogue codes raised here, by running, not by a check.
 FINDING_CODES = ("BA501", "BA502", "BA503")

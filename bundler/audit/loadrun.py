@@ -6,7 +6,7 @@ and returns the audit report with the loader's verdict and its findings (prove_l
 How it runs (under Wine: not Windows, `wine` on PATH):
 - The prefix: $WINEPREFIX when set (a prefix the user chose; created by `wineboot -i` if it
   does not exist yet), else a private 64-bit prefix `<cache dir>/wineprefix` (prove_load's
-  `cache_dir`, the command's: bundler.cache_root.cache_root), never ~/.wine silently. It is
+  `cache_dir`, the command's: bundler.config.cache_root.cache_root), never ~/.wine silently. It is
   initialised once, under a file lock, with a progress note on stderr; Wine Mono and Gecko are
   not installed into it. Before the first run the prefix is warmed up (`wineboot`), so
   start-up costs are not charged to the app's time limit.
@@ -64,13 +64,13 @@ from bundler.audit.programs import Outcome
 from bundler.audit.programs import run as run_program
 from bundler.audit.report import AuditReport
 from bundler.audit.suppressions import Suppression, suppress
-from bundler.cache_root import cache_root
+from bundler.binary.pe import release_image
+from bundler.closure.lock import DOCTOR_DATA, DOCTOR_EXE
+from bundler.closure.plan import Plan
+from bundler.config.cache_root import cache_root
+from bundler.disk.process_locks import file_lock
 from bundler.errors import LoaderUnavailableError
-from bundler.file_locks import file_lock
 from bundler.findings import severity_rank
-from bundler.lock import DOCTOR_DATA, DOCTOR_EXE
-from bundler.pe import release_image
-from bundler.plan import Plan
 from bundler.reporter import SILENT, Note
 
 DEFAULT_TIMEOUT = 30.0  # seconds per run: imports resolve in the first second or two

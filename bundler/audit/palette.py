@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bundler.closure.plan import EdgeKind, Status
 from bundler.findings import Severity
-from bundler.plan import EdgeKind, Status
 
 STATUS_FILL = {
     Status.APP: "#90caf9",

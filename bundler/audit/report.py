@@ -12,18 +12,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bundler import __version__
+from bundler.binary.fatbin import GpuCode, read_gpu_code
+from bundler.binary.pe import PEInfo, is_pe_candidate, read_pe
+from bundler.closure.gpu import coverage, judged
+from bundler.closure.lock import INSTALLED_LIST, Lock, LockedFile, LockedPack
+from bundler.closure.plan import Edge, Plan, Status
 from bundler.errors import ExitCode, InputFileError
-from bundler.fatbin import GpuCode, read_gpu_code
 from bundler.findings import Finding, Severity
-from bundler.gpu import coverage, judged
-from bundler.lock import INSTALLED_LIST, Lock, LockedFile, LockedPack
-from bundler.pe import PEInfo, is_pe_candidate, read_pe
-from bundler.plan import Edge, Plan, Status
-from bundler.profiles import (
+from bundler.target.profiles import (
     Profile,
     dll_key,
 )
-from bundler.system import SystemPolicy
+from bundler.target.system import SystemPolicy
 
 if TYPE_CHECKING:
     from bundler.audit.loadproof import LoadProof

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from bundler.audit.closure import inferred
 from bundler.audit.explain import supplier
 from bundler.audit.report import Audited, Restore
-from bundler.profiles import (
+from bundler.target.profiles import (
     dll_key,
     is_pattern,
 )

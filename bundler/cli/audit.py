@@ -112,7 +112,7 @@ def audit(
             report = with_signatures(report, rules)
         if run:
             from bundler.audit.loadrun import prove_load
-            from bundler.cache_root import cache_root
+            from bundler.config.cache_root import cache_root
 
             report = prove_load(
                 report,
@@ -127,7 +127,7 @@ def audit(
         write_junit(report, junit, strict)
     if html is not None:
         from bundler.audit.html import write_html
-        from bundler.cache_root import cache_root
+        from bundler.config.cache_root import cache_root
         from bundler.render.engine import Templates
 
         write_html(Templates(cache_root(None)), report, html)
@@ -155,7 +155,7 @@ def _audit_target(path: Path) -> Iterator[tuple[Path, str | None]]:
 def _audit_one_signature(path: Path, trust: Path) -> None:
     """--signatures --trust CA.pem on one file: its signature verifies and CA.pem issued its
     signer (exit 0), or not (exit 17)."""
-    from bundler.signatures import SignatureState, check_signature, load_trust
+    from bundler.binary.signatures import SignatureState, check_signature, load_trust
 
     signature = check_signature(path, load_trust(trust))
     by = f" by {signature.signer}" if signature.signer else ""

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bundler.cli.sizes import human_size
+from bundler.closure.plan import Status
 from bundler.findings import SEVERITY_ORDER, Finding, Severity
-from bundler.plan import Status
 
 if TYPE_CHECKING:  # type hints only: importing views must not import every command's modules
     from bundler.audit.explain import Explanation

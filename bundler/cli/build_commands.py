@@ -49,13 +49,13 @@ from bundler.cli.groups import (
     takes,
 )
 from bundler.cli.origins import pick_given, say_dry_run
+from bundler.config.options import Options
 from bundler.errors import ConfigError
-from bundler.options import Options
-from bundler.profiles import DEFAULT_PROFILE
 from bundler.render.msbuild_props import DEFAULT_OUT
+from bundler.target.profiles import DEFAULT_PROFILE
 
 if TYPE_CHECKING:
-    from bundler.lock import Lock
+    from bundler.closure.lock import Lock
     from bundler.ship.appconfig import AppConfig
 
 
@@ -146,8 +146,8 @@ def render_iss(
     as_json: JsonOption = False,
 ) -> None:
     """Render the Inno Setup script of a built bundle from its lock file, without building."""
-    from bundler.cache_root import cache_root, packs_folder
     from bundler.cli import build_views
+    from bundler.config.cache_root import cache_root, packs_folder
     from bundler.render.engine import Templates
     from bundler.render.iss import ISS_NAME, write_iss
 
@@ -180,8 +180,8 @@ def render_postbuild(
 ) -> None:
     """Render postbuild.cmd (copies the bundle's DLLs into a build's output folder) and
     postbuild.event.xml (the MSBuild post-build event calling it) from a lock file."""
-    from bundler.cache_root import cache_root
     from bundler.cli import build_views
+    from bundler.config.cache_root import cache_root
     from bundler.render.engine import Templates
     from bundler.render.postbuild import write_postbuild
     from bundler.render.render_settings import PostbuildSettings
@@ -203,10 +203,10 @@ def _validate(
     profile: Callable[[], str],
     gpu: bool | None = None,
 ) -> None:
-    """The validation step (bundler.validate) over the resolved options, before any work. The
+    """The validation step (bundler.config.validate) over the resolved options, before any work. The
     profile is looked up only once the options themselves pass (`gpu`: known from a lock)."""
-    from bundler.profiles import load_profile
-    from bundler.validate import Target, check
+    from bundler.config.validate import Target, check
+    from bundler.target.profiles import load_profile
 
     def target() -> Target:
         if gpu is not None:
@@ -233,7 +233,7 @@ def _no_exe(settings: AppConfig) -> str:
 
 def _lock_to_render(lock: Path | None, settings: AppConfig) -> tuple[Path, Lock]:
     """The lock a render command works from: --lock, else bundle.toml's output folder's."""
-    from bundler.lockfile import read_lock
+    from bundler.closure.lockfile import read_lock
 
     lock_path = lock or _default_lock(settings)
     bundle = read_lock(lock_path)
@@ -248,7 +248,7 @@ def _lock_to_render(lock: Path | None, settings: AppConfig) -> tuple[Path, Lock]
 
 def _default_lock(settings: AppConfig) -> Path:
     """The lock of bundle.toml's output folder (else of its exe's folder), else ./"""
-    from bundler.lock import LOCK_NAME
+    from bundler.closure.lock import LOCK_NAME
 
     folder = settings.out or (settings.exe.parent if settings.exe else Path.cwd())
     return folder / LOCK_NAME
@@ -280,9 +280,9 @@ def msbuild(
     ort-bundle.props and ort-bundle.targets to import in a .vcxproj."""
     from bundler.cli import build_views
     from bundler.cli.dry_run_views import acquire_step
-    from bundler.profiles import load_profile
     from bundler.render.engine import Templates
     from bundler.ship.msbuild import MsbuildOptions, lay_out
+    from bundler.target.profiles import load_profile
 
     picked = Options()
     pick_given(ctx, picked, profile=profile, out=out, source=source, link=link, force=force)

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bundler.cli.sizes import human_size
-from bundler.lock import LOCK_NAME
-from bundler.plan import Status
+from bundler.closure.lock import LOCK_NAME
+from bundler.closure.plan import Status
 from bundler.render.postbuild import PLACEHOLDER
 
 if TYPE_CHECKING:  # type hints only: importing views must not import every command's modules
-    from bundler.prune import Pruning
+    from bundler.pruning.prune import Pruning
     from bundler.render.iss import IssResult
     from bundler.render.postbuild import PostbuildResult
     from bundler.ship.msbuild import MsbuildResult

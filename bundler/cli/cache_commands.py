@@ -22,8 +22,8 @@ from bundler.cli.app import (
 from bundler.cli.flags import DryRun
 from bundler.cli.groups import ANY_SOURCE, Sources, takes
 from bundler.cli.origins import cache_folder, pick_given, say_dry_run
-from bundler.options import Options
-from bundler.profiles import DEFAULT_PROFILE
+from bundler.config.options import Options
+from bundler.target.profiles import DEFAULT_PROFILE
 
 
 @app.command()
@@ -47,7 +47,7 @@ def fetch(
     from bundler.acquire.cache import Cache
     from bundler.cli import cache_views
     from bundler.cli.dry_run_views import acquire_step
-    from bundler.profiles import load_profile
+    from bundler.target.profiles import load_profile
 
     options = sources.acquire(mode=source, verify=verify, search=tuple(search or ()))
     chosen = load_profile(profile)

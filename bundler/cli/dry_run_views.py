@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # type hints only: importing views must not import every command's modules
-    from bundler.profiles import Profile
+    from bundler.target.profiles import Profile
 
 Settings = Mapping[str, Mapping[str, object]]
 

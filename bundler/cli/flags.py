@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from bundler.profiles import DEFAULT_PROFILE
+from bundler.target.profiles import DEFAULT_PROFILE
 
 
 def _profile(help: str) -> Any:

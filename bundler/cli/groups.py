@@ -21,7 +21,7 @@ import typer
 
 if TYPE_CHECKING:
     from bundler.acquire.artifacts import AcquireOptions
-    from bundler.options import Options
+    from bundler.config.options import Options
     from bundler.render.render_settings import IssSettings
     from bundler.ship.appconfig import AppConfig
 
@@ -53,7 +53,7 @@ class Sources:
         """The command's cache folder: --cache-dir, else $BUNDLE_CACHE_DIR, else the user's,
         with its origin kept in `picked` (bundler.cli.origins)."""
         from bundler.cli.origins import cache_folder
-        from bundler.options import Options
+        from bundler.config.options import Options
 
         return cache_folder(self.cache_dir, picked or Options())
 
@@ -71,7 +71,7 @@ class Sources:
         command's --source (mode) is validated here, before any work."""
         from bundler.acquire.artifacts import AcquireOptions
         from bundler.acquire.download import DownloadPolicy
-        from bundler.validate import check_choice
+        from bundler.config.validate import check_choice
 
         if "mode" in more:
             check_choice("source", more["mode"], "--source")
@@ -133,7 +133,7 @@ class Installer:
 
     def over(self, base: IssSettings, picked: Options | None = None) -> IssSettings:
         """bundle.toml's [render] settings with these flags on top (one resolver)."""
-        from bundler.options import Options
+        from bundler.config.options import Options
 
         pick = (picked or Options()).pick
         return replace(

@@ -19,13 +19,13 @@ from bundler.cli.app import (
 )
 from bundler.cli.flags import DryRun, ScanProfile
 from bundler.cli.origins import cache_folder, pick_given, say_dry_run
+from bundler.config.options import Options
 from bundler.errors import ExitCode, InputFileError
-from bundler.options import Options
-from bundler.profiles import DEFAULT_PROFILE
 from bundler.reporter import SILENT, Reporter
+from bundler.target.profiles import DEFAULT_PROFILE
 
 if TYPE_CHECKING:
-    from bundler.plan import Plan
+    from bundler.closure.plan import Plan
 
 
 @app.command()
@@ -76,7 +76,7 @@ def deps(
 def _deps_steps(files: list[Path], profile_name: str, fetch: bool, cache: Path) -> list[str]:
     """What `bundle deps` would do: with --fetch, acquire the profile's artifacts first."""
     from bundler.cli.dry_run_views import acquire_step
-    from bundler.profiles import load_profile
+    from bundler.target.profiles import load_profile
 
     profile = load_profile(profile_name)
     names = ", ".join(str(path) for path in files)
@@ -97,10 +97,10 @@ def _resolve(
     from bundler.acquire.acquired import dll_search_path
     from bundler.acquire.artifacts import AcquireOptions, acquire_profile
     from bundler.acquire.cache import Cache
-    from bundler.cache_root import cache_root
-    from bundler.profiles import load_profile
-    from bundler.resolve import read_inputs, resolve
-    from bundler.system import load_system_policy
+    from bundler.closure.resolve import read_inputs, resolve
+    from bundler.config.cache_root import cache_root
+    from bundler.target.profiles import load_profile
+    from bundler.target.system import load_system_policy
 
     profile = load_profile(profile_name)
     apps = read_inputs(files, profile, search)
@@ -137,10 +137,10 @@ def scan(
 ) -> None:
     """Find the DLLs a binary may load at run time (LoadLibrary), with the evidence."""
     from bundler.cli import inspect_views
-    from bundler.profiles import load_profile
     from bundler.rules.scan import Pool
     from bundler.rules.scan import scan as scan_file
-    from bundler.system import load_system_policy
+    from bundler.target.profiles import load_profile
+    from bundler.target.system import load_system_policy
 
     for dll in dlls:
         if not dll.is_file():

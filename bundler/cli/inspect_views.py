@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from bundler.cli.sizes import human_size
-from bundler.plan import EDGE_LABELS, Edge, EdgeKind, Plan, PlanFile, Status
+from bundler.closure.plan import EDGE_LABELS, Edge, EdgeKind, Plan, PlanFile, Status
 
 if TYPE_CHECKING:  # type hints only: importing views must not import every command's modules
     from bundler.rules.scan import ScanResult

@@ -124,19 +124,19 @@ def _release(ort: str | None, profile: str | None) -> tuple[str, str | None]:
     """(ORT release, the profile's cuDNN version or None): from --ort as given, or from the
     profile --profile names, read as `bundle build --profile` reads it; --ort latest: the
     newest release with a shipped GPU profile."""
-    from bundler.options import Options
-    from bundler.profile_names import LATEST
-    from bundler.profiles import latest_gpu_release
-    from bundler.validate import check
+    from bundler.config.options import Options
+    from bundler.config.validate import check
+    from bundler.target.profile_names import LATEST
+    from bundler.target.profiles import latest_gpu_release
 
     check(Options(), {"--profile": profile, "--ort": ort})
     if ort:
         return (latest_gpu_release() if ort == LATEST else ort), None
     if not profile:
         raise ConfigError("give the bundle's ORT release with --ort (or its --profile).")
-    from bundler.profiles import load_profile
-    from bundler.prune import cudnn_version
+    from bundler.pruning.prune import cudnn_version
     from bundler.ship.doctor import ort_version
+    from bundler.target.profiles import load_profile
 
     chosen = load_profile(profile)
     release = ort_version(chosen)

@@ -1,8 +1,9 @@
 """Talk layer: where a command's settings came from (its flag, an environment variable such as
-$BUNDLE_CACHE_DIR, or the default), picked through the one resolver, bundler.options, so that
+$BUNDLE_CACHE_DIR, or the default), picked through the one resolver, bundler.config.options, so that
 every command's --dry-run can say it as `bundle build --dry-run --json` does.
 
-The cache folder's order is bundler.cache_root's: --cache-dir, else $BUNDLE_CACHE_DIR, else the
+The cache folder's order is bundler.config.cache_root's: --cache-dir, else $BUNDLE_CACHE_DIR, else
+the
 platform's per-user cache folder.
 """
 
@@ -13,12 +14,12 @@ from pathlib import Path
 
 import typer
 
-from bundler.options import Options
+from bundler.config.options import Options
 
 
 def cache_folder(flag: Path | None, picked: Options) -> Path:
     """The command's cache folder, resolved once, with its origin kept in `picked`."""
-    from bundler.cache_root import CACHE_ENV, env_cache_dir, platform_cache_dir
+    from bundler.config.cache_root import CACHE_ENV, env_cache_dir, platform_cache_dir
 
     variable = (CACHE_ENV, env_cache_dir())
     chosen = picked.pick("cache_dir", flag, env=variable, default_factory=platform_cache_dir)

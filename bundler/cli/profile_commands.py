@@ -23,9 +23,9 @@ from bundler.cli.app import (
 from bundler.cli.flags import DryRun, ProfileOut
 from bundler.cli.groups import ANY_SOURCE, Sources, takes
 from bundler.cli.origins import cache_folder, pick_given, say_dry_run
+from bundler.config.options import Options
 from bundler.errors import ExitCode
-from bundler.options import Options
-from bundler.profiles import DEFAULT_PROFILE
+from bundler.target.profiles import DEFAULT_PROFILE
 
 if TYPE_CHECKING:
     from bundler.rules.derive import NewProfile
@@ -37,9 +37,9 @@ def profiles_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """List the shipped target profiles (release, flavour, CUDA and cuDNN, size) and the
     execution-provider packs a build can add with --ep."""
     from bundler.cli import profile_views
-    from bundler.ep_packs import available_packs, load_pack
-    from bundler.profiles import available_profiles, load_profile_file
+    from bundler.eps.plugins import available_packs, load_pack
     from bundler.rules.derive.catalogue import entry
+    from bundler.target.profiles import available_profiles, load_profile_file
 
     if ctx.invoked_subcommand is None:
         entries = [
@@ -58,7 +58,7 @@ def profiles_show(
 ) -> None:
     """Print one profile in full."""
     from bundler.cli import profile_views
-    from bundler.profiles import load_profile
+    from bundler.target.profiles import load_profile
 
     profile = load_profile(name)
     typer.echo(
@@ -83,12 +83,12 @@ def profiles_check(
     from bundler.acquire.cache import Cache
     from bundler.cli import profile_views
     from bundler.cli.dry_run_views import acquire_step
-    from bundler.fit import require_resolved
-    from bundler.profiles import load_profile
-    from bundler.resolve import resolve
+    from bundler.closure.fit import require_resolved
+    from bundler.closure.resolve import resolve
     from bundler.rules.drift import check_profile
     from bundler.rules.scan import profile_binaries, scan_all
-    from bundler.system import load_system_policy
+    from bundler.target.profiles import load_profile
+    from bundler.target.system import load_system_policy
 
     profile = load_profile(name)
     options = sources.acquire(mode=source, search=tuple(search or ()))

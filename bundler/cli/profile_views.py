@@ -13,13 +13,13 @@ from bundler.cli.sizes import human_size
 from bundler.errors import ExitCode
 
 if TYPE_CHECKING:  # type hints only: importing views must not import every command's modules
-    from bundler.ep_packs import EpPack
-    from bundler.profiles import Profile
+    from bundler.eps.plugins import EpPack
     from bundler.rules.derive import Derived
     from bundler.rules.derive.catalogue import Entry
     from bundler.rules.derive.outdated import EpPack as OutdatedPack
     from bundler.rules.derive.outdated import Outdated
     from bundler.rules.drift import DriftReport
+    from bundler.target.profiles import Profile
 
 
 def profile_table(entries: list[Entry], default: str, packs: Sequence[EpPack] = ()) -> str:

@@ -1,7 +1,8 @@
 """Act layer: `bundle measure`'s parent: each model in a fresh child process (child.py), the
-facts judged, and the app evidence file written (bundler.appevidence reads it).
+facts judged, and the app evidence file written (bundler.pruning.app_evidence reads it).
 
-Order: read every model (bundler.models: a missing or broken file stops before anything runs),
+Order: read every model (bundler.pruning.onnx_models: a missing or broken file stops before
+anything runs),
 ask a child which onnxruntime it imports (another release than asked, or none: ConfigError),
 then one child per model, `timeout` seconds each. A model fails when its session came up on
 another provider than asked, when a node ran on another provider (ORT's Memcpy nodes aside),
@@ -28,12 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from bundler import __version__
-from bundler.appevidence import SCHEMA_VERSION
+from bundler.disk.files import remove, replace
 from bundler.errors import ConfigError, MeasurementError, OutputError
-from bundler.files import remove, replace
 from bundler.measure import DEFAULT_TIMEOUT
 from bundler.measure.names import windows_name
-from bundler.models import ModelOps, read_model_ops
+from bundler.pruning.app_evidence import SCHEMA_VERSION
+from bundler.pruning.onnx_models import ModelOps, read_model_ops
 from bundler.reporter import Note
 
 CHILD = Path(__file__).with_name("child.py")
@@ -317,7 +318,7 @@ def gpu_name() -> str | None:
 
 
 def evidence_document(measurement: Measurement) -> dict[str, Any]:
-    """The app evidence file's content (bundler.appevidence describes it)."""
+    """The app evidence file's content (bundler.pruning.app_evidence describes it)."""
     setup = measurement.setup
     return {
         "schema_version": SCHEMA_VERSION,

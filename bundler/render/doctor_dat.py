@@ -11,13 +11,13 @@ import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from bundler.fatbin import GpuCode
+from bundler.binary.fatbin import GpuCode
+from bundler.closure.gpu import judged
+from bundler.closure.lock import DOCTOR_DATA, Lock
+from bundler.closure.vcruntime import VC_RUNTIME_DLLS
 from bundler.findings import CATALOGUE, DOCTOR_CODES
-from bundler.gpu import judged
-from bundler.lock import DOCTOR_DATA, Lock
 from bundler.render.engine import write_text
-from bundler.system import load_system_policy
-from bundler.vcruntime import VC_RUNTIME_DLLS
+from bundler.target.system import load_system_policy
 
 FORMAT = "bundle-doctor-data"
 FORMAT_VERSION = 1

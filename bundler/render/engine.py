@@ -15,10 +15,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bundler import files, resources
+from bundler.disk import files
 from bundler.errors import ConfigError, OutputError
 from bundler.render import kept as render_cache
 from bundler.render.escaping import FILTERS
+from bundler.target import resources
 
 UTF8_BOM = "\ufeff"
 
@@ -44,7 +45,7 @@ class Templates:
     """The template machinery of one command, passed to every renderer: the jinja2 environment
     (made on the first rendering that needs it) and what is kept between runs under
     <root>/templates, compiled templates and rendered outputs (bundler.render.kept). `root` is
-    the command's cache folder (bundler.cache_root.cache_root); None keeps nothing on disk.
+    the command's cache folder (bundler.config.cache_root.cache_root); None keeps nothing on disk.
     What the owner reads once (the folder, the templates' digest) holds for its command only."""
 
     def __init__(self, root: Path | None) -> None:

@@ -17,8 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from bundler import __version__
-from bundler.errors import ConfigError
-from bundler.lock import (
+from bundler.closure.lock import (
     DOCTOR_DATA,
     DOCTOR_EXE,
     INSTALLED_LIST,
@@ -27,6 +26,8 @@ from bundler.lock import (
     LockedPack,
     PayloadFile,
 )
+from bundler.config.validate import refuse_unshipped_requirement
+from bundler.errors import ConfigError
 from bundler.render.engine import Templates, relative_folder, write_text
 from bundler.render.escaping import ISPP_INLINE_END, ISPP_INLINE_START
 from bundler.render.pack_iss import ISS_SCRIPT, WEB_SCRIPT, pack_values, write_pack_script
@@ -37,7 +38,6 @@ from bundler.render.render_settings import (
     version_info,
 )
 from bundler.render.sign import sign_values, write_sign_command
-from bundler.validate import refuse_unshipped_requirement
 
 ISS_NAME = ISS_SCRIPT
 TEMPLATE = "setup.iss.j2"

@@ -26,7 +26,8 @@ import threading
 from contextlib import suppress
 from pathlib import Path
 
-from bundler import files, resources
+from bundler.disk import files
+from bundler.target import resources
 
 KEEP = 200  # entries; one build writes three of a few kB each
 _PREFIX = "rendered-"

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from bundler import __version__
+from bundler.closure.lock import LOCK_NAME, Lock
 from bundler.errors import ConfigError
-from bundler.lock import LOCK_NAME, Lock
 from bundler.render.engine import UTF8_BOM, Templates, write_text
 
 DEFAULT_OUT = Path("ort-bundle")  # the folder `bundle msbuild` lays out unless --out says

@@ -19,8 +19,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from bundler import __version__
+from bundler.closure.lock import LOCK_NAME, PACK_MARKER, Lock, RuntimePack
 from bundler.errors import ConfigError
-from bundler.lock import LOCK_NAME, PACK_MARKER, Lock, RuntimePack
 from bundler.render.engine import Templates, relative_folder, write_text
 from bundler.render.render_settings import (
     DEFAULT_COMPRESSION,

@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from bundler import __version__
-from bundler.lock import LOCK_NAME, Lock
+from bundler.closure.lock import LOCK_NAME, Lock
 from bundler.render.engine import Templates, relative_folder, write_text
 from bundler.render.escaping import inno_source, windows_path
 from bundler.render.render_settings import PostbuildSettings

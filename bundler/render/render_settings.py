@@ -12,10 +12,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from bundler.config.validate import COMPRESSIONS, INSTALL_SCOPES, SIGN_TOOLS
 from bundler.errors import ConfigError
-from bundler.manifest import Table
 from bundler.render.escaping import inno_directive
-from bundler.validate import COMPRESSIONS, INSTALL_SCOPES, SIGN_TOOLS
+from bundler.target.manifest import Table
 
 # Measured on the 2.6 GB GPU payload (benchmarks/README.md, P9): LZMA2 at "normal" with a 16 MiB
 # dictionary, solid, in ISCC's separate 64-bit compressor process took 0.96x the time of

@@ -9,9 +9,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from bundler import __version__, files
-from bundler.lock import Lock, LockedFile
-from bundler.profiles import Artifact, Profile
+from bundler import __version__
+from bundler.closure.lock import Lock, LockedFile
+from bundler.disk import files
+from bundler.target.profiles import Artifact, Profile
 
 SBOM_NAME = "bundle.cdx.json"
 

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from bundler.profile_loads import ScanException
-from bundler.profiles import Profile, dll_key, is_pattern, matches
 from bundler.rules.scan import Kind, ScanResult
+from bundler.target.loads import ScanException
+from bundler.target.profiles import Profile, dll_key, is_pattern, matches
 
 
 class DriftKind(StrEnum):

@@ -34,10 +34,10 @@ from typing import Any
 
 import pefile
 
+from bundler.binary.pe import release_image
 from bundler.errors import InputFileError
-from bundler.pe import release_image
-from bundler.profiles import dll_key, versioned
-from bundler.system import SystemPolicy
+from bundler.target.profiles import dll_key, versioned
+from bundler.target.system import SystemPolicy
 
 # Where a name starts: bytes that may be part of a DLL file name (and of a printf conversion).
 _NAME_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.%")

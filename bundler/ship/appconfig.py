@@ -61,9 +61,9 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from bundler.config.options import CONFIG
+from bundler.config.validate import check_choice, origin_of
 from bundler.errors import ConfigError
-from bundler.manifest import Table
-from bundler.options import CONFIG
 from bundler.render.render_settings import (
     DEFAULT_COMPRESSION,
     DEFAULT_PACK_PART_MB,
@@ -72,7 +72,7 @@ from bundler.render.render_settings import (
     SignSettings,
     refuse_secrets,
 )
-from bundler.validate import check_choice, origin_of
+from bundler.target.manifest import Table
 
 CONFIG_NAME = "bundle.toml"
 
@@ -183,7 +183,7 @@ def _iss_place(table: Table, base: Path) -> Path | bool | None:
 
 
 def _choice(table: Table, key: str, path: Path, setting: str = "") -> str | None:
-    """A key whose value is one of a setting's choices (bundler.validate.CHOICES), refused
+    """A key whose value is one of a setting's choices (bundler.config.validate.CHOICES), refused
     here, naming this file and key, for every command that reads the file."""
     value: str | None = table.string(key, None)
     if value is not None:

@@ -32,8 +32,9 @@ from functools import partial
 from pathlib import Path
 from typing import IO, BinaryIO
 
-from bundler import files
-from bundler.digest import file_sha256
+from bundler.closure.lock import LOCK_NAME, Lock, is_inside
+from bundler.disk import files
+from bundler.disk.digest import file_sha256
 from bundler.errors import (
     ArchiveError,
     ConfigError,
@@ -41,7 +42,6 @@ from bundler.errors import (
     OutputError,
     PlanFormatError,
 )
-from bundler.lock import LOCK_NAME, Lock, is_inside
 from bundler.progress_meter import ProgressCallback
 from bundler.ship import sevenzip
 from bundler.ship.deploy import TEMP_SUFFIX

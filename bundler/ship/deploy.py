@@ -11,7 +11,7 @@ Decide first (`plan_deployment`, reads only), then apply (`apply`). Rules:
 
 Copying costs what the kernel's copy costs (benchmarks/README.md, P2): a clone where the
 filesystem shares blocks (FICLONE on Btrfs, XFS, bcachefs; block cloning on ReFS and Dev Drive
-volumes, bundler.files), else `copy_file_range` / `sendfile` as shutil.copyfile uses them, in
+volumes, bundler.disk.files), else `copy_file_range` / `sendfile` as shutil.copyfile uses them, in
 chunks so the progress bar moves, several files at once. Counters say which was used. Like cp,
 xcopy and MSBuild's Copy, nothing is fsynced: the rename protects against a killed build, the
 page cache writes the bytes back.
@@ -27,9 +27,8 @@ from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from bundler.errors import ConflictError, FileInUseError, InputFileError, OutputError
-from bundler.file_locks import file_lock
-from bundler.files import (
+from bundler.binary.pe import format_version, read_pe
+from bundler.disk.files import (
     case_collisions,
     copy_file,
     remove,
@@ -37,7 +36,8 @@ from bundler.files import (
     too_long,
     wait_until_free,
 )
-from bundler.pe import format_version, read_pe
+from bundler.disk.process_locks import file_lock
+from bundler.errors import ConflictError, FileInUseError, InputFileError, OutputError
 from bundler.progress_meter import ProgressCallback, ProgressMeter
 from bundler.reporter import Note
 from bundler.ship.output_folder import Counters, Placement, same_file

@@ -1,5 +1,6 @@
 """Decide layer: what the build gives bundle-doctor.exe. The exe itself is placed like any
-other file (kind "doctor"); the lock learns the CUDA code of every bundled DLL (bundler.fatbin,
+other file (kind "doctor"); the lock learns the CUDA code of every bundled DLL
+(bundler.binary.fatbin,
 reused from the previous lock for an unchanged file), the load order the doctor proves, and the
 ORT release; bundle-doctor.dat is rendered from the lock afterwards (bundler.render.doctor_dat)."""
 
@@ -9,14 +10,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from bundler.binary.fatbin import read_gpu_code
+from bundler.closure.lock import DOCTOR_EXE, Lock, LockedFile
+from bundler.closure.plan import EdgeKind, Plan, Status
 from bundler.errors import InputFileError
-from bundler.fatbin import read_gpu_code
-from bundler.lock import DOCTOR_EXE, Lock, LockedFile
-from bundler.plan import EdgeKind, Plan, Status
-from bundler.profiles import Profile, dll_key
-from bundler.resources import doctor_exe
 from bundler.ship.output_folder import Placement
 from bundler.ship.placements import Placed, Source
+from bundler.target.profiles import Profile, dll_key
+from bundler.target.resources import doctor_exe
 
 ORT_DLL = "onnxruntime.dll"
 

@@ -19,17 +19,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bundler.acquire.acquired import Acquired
+from bundler.closure.lock import LockedPack
+from bundler.closure.plan import EdgeKind, Plan
+from bundler.closure.vcruntime import VC_RUNTIME_DLLS
 from bundler.errors import IntegrityError, MissingDependenciesError
-from bundler.lock import LockedPack
-from bundler.plan import EdgeKind, Plan
-from bundler.profiles import Artifact, Profile, dll_key
 from bundler.ship.output_folder import Placement
 from bundler.ship.placements import LICENSES_DIR, Placed, Source
-from bundler.system import SystemPolicy
-from bundler.vcruntime import VC_RUNTIME_DLLS
+from bundler.target.profiles import Artifact, Profile, dll_key
+from bundler.target.system import SystemPolicy
 
 if TYPE_CHECKING:
-    from bundler.ep_packs import EpPack
+    from bundler.eps.plugins import EpPack
 
 ORT_DLL = "onnxruntime.dll"
 EP_KIND = "ep"

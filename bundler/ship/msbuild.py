@@ -28,11 +28,12 @@ from bundler.acquire.artifacts import AcquireOptions, acquire_profile
 from bundler.acquire.cache import Cache
 from bundler.acquire.extract import sdk_member
 from bundler.acquire.provenance import attach_provenance
+from bundler.closure.lock import LOCK_NAME, Lock
+from bundler.closure.lockfile import read_lock, write_lock
+from bundler.closure.plan import Plan, Status
+from bundler.closure.resolve import resolve
+from bundler.closure.vcruntime import apply_vc_runtime_policy, required_vc_runtime
 from bundler.errors import SdkMissingError
-from bundler.lock import LOCK_NAME, Lock
-from bundler.lockfile import read_lock, write_lock
-from bundler.plan import Plan, Status
-from bundler.profiles import Artifact, Profile, dll_key, has_sdk, load_profile
 from bundler.render.engine import Templates
 from bundler.render.msbuild_props import (
     BIN_DIR,
@@ -46,13 +47,12 @@ from bundler.render.msbuild_props import (
 from bundler.render.postbuild import PostbuildResult, write_postbuild
 from bundler.render.render_settings import PostbuildSettings
 from bundler.reporter import Reporter
-from bundler.resolve import resolve
 from bundler.ship import placements
 from bundler.ship.deploy import Deployment, apply, plan_deployment
 from bundler.ship.output_folder import Counters, Placement
 from bundler.ship.placements import Placed, Source
-from bundler.system import load_system_policy
-from bundler.vcruntime import apply_vc_runtime_policy, required_vc_runtime
+from bundler.target.profiles import Artifact, Profile, dll_key, has_sdk, load_profile
+from bundler.target.system import load_system_policy
 
 
 @dataclass(frozen=True)

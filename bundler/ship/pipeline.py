@@ -16,22 +16,23 @@ from bundler.acquire.acquired import Acquired, dll_search_path
 from bundler.acquire.artifacts import AcquireOptions, acquire_profile
 from bundler.acquire.cache import Cache
 from bundler.acquire.provenance import attach_provenance
-from bundler.appevidence import problems, read_app_evidence
-from bundler.cache_root import packs_folder
-from bundler.ep_choice import chosen_packs
+from bundler.closure.fit import require_fit
+from bundler.closure.gpu import parse_target
+from bundler.closure.lock import LOCK_NAME, Lock, LockedModel, differences, runtime_pack
+from bundler.closure.lockfile import read_lock, write_lock
+from bundler.closure.plan import Plan, Status
+from bundler.closure.resolve import read_inputs, resolve
+from bundler.closure.vcruntime import apply_vc_runtime_policy, required_vc_runtime
+from bundler.config.cache_root import packs_folder
+from bundler.config.options import Options
+from bundler.disk.files import as_listed
+from bundler.eps.choice import chosen_packs
 from bundler.errors import ConfigError, LockMismatchError
-from bundler.evidence import all_evidence
-from bundler.files import as_listed
-from bundler.fit import require_fit
-from bundler.gpu import parse_target
-from bundler.lock import LOCK_NAME, Lock, LockedModel, differences, runtime_pack
-from bundler.lockfile import read_lock, write_lock
-from bundler.models import ModelOps, read_model_ops
-from bundler.options import Options
-from bundler.plan import Plan, Status
-from bundler.profiles import Profile, load_profile
 from bundler.progress_meter import ProgressFactory
-from bundler.prune import (
+from bundler.pruning.app_evidence import problems, read_app_evidence
+from bundler.pruning.evidence import all_evidence
+from bundler.pruning.onnx_models import ModelOps, read_model_ops
+from bundler.pruning.prune import (
     MeasuredSource,
     Pruning,
     TableSource,
@@ -48,7 +49,6 @@ from bundler.render.postbuild import PostbuildResult, write_postbuild
 from bundler.render.render_settings import IssSettings, PostbuildSettings
 from bundler.render.sbom import SBOM_NAME, write_sbom
 from bundler.reporter import Reporter
-from bundler.resolve import read_inputs, resolve
 from bundler.ship.deploy import Deployment, apply, output_lock, plan_deployment
 from bundler.ship.doctor import doctor_placement, load_order, ort_version, with_gpu_code
 from bundler.ship.ep_deploy import locked_packs, pack_placements, require_pack_closure, with_packs
@@ -63,11 +63,11 @@ from bundler.ship.placements import (
     require_complete,
     require_pins,
 )
-from bundler.system import load_system_policy
-from bundler.vcruntime import apply_vc_runtime_policy, required_vc_runtime
+from bundler.target.profiles import Profile, load_profile
+from bundler.target.system import load_system_policy
 
 if TYPE_CHECKING:  # bundler.ship.archive (py7zr) is imported only when --archive asks for it
-    from bundler.ep_packs import EpPack
+    from bundler.eps.plugins import EpPack
     from bundler.ship.archive import ArchiveResult
 
 VC_REDIST_NAME = "vc_redist.x64.exe"
@@ -164,7 +164,7 @@ def build(options: BuildOptions, report: Reporter, templates: Templates) -> Buil
     pruning = prune_for(plan, profile, models, options) if models else None
     plan = apply_pruning(plan, pruning) if pruning else plan
     if profile.signatures == "verify":
-        from bundler.signatures import verify_vendor_signatures
+        from bundler.binary.signatures import verify_vendor_signatures
 
         bundled = plan.with_status(Status.BUNDLED)
         verify_vendor_signatures([(i.name, Path(i.source or "")) for i in bundled], profile)
@@ -185,7 +185,7 @@ def build(options: BuildOptions, report: Reporter, templates: Templates) -> Buil
 def prune_for(
     plan: Plan, profile: Profile, models: Sequence[ModelOps], options: BuildOptions
 ) -> Pruning:
-    """The pruning decision for `models` (bundler/prune.py): from the app's own measurement
+    """The pruning decision for `models` (bundler/pruning/prune.py): from the app's own measurement
     when `options.evidence` names one (refused when it does not fit), else from the evidence
     table measured for this profile's ORT release and cuDNN, when the app runs the CUDA EP with
     the options it was measured with."""

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bundler.acquire.acquired import Acquired, MemberHashes
-from bundler.digest import files_sha256
+from bundler.closure.lock import Lock, LockedFile
+from bundler.closure.plan import EdgeKind, Plan, PlanFile, Status
+from bundler.disk.digest import files_sha256
 from bundler.errors import IntegrityError, MissingDependenciesError
-from bundler.lock import Lock, LockedFile
-from bundler.plan import EdgeKind, Plan, PlanFile, Status
-from bundler.profiles import Artifact, Profile
 from bundler.ship.output_folder import Counters, Placement, same_file
+from bundler.target.profiles import Artifact, Profile
 
 if TYPE_CHECKING:  # bundler.ship.archive (py7zr) is imported only when --archive asks for it
     pass

@@ -19,9 +19,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from bundler.closure.lock import DOCTOR_DATA, LOCK_NAME, Lock
+from bundler.closure.lockfile import read_lock
 from bundler.findings import CATALOGUE
-from bundler.lock import DOCTOR_DATA, LOCK_NAME, Lock
-from bundler.lockfile import read_lock
 from bundler.render.doctor_dat import DOCTOR_CHECKS, doctor_data
 from tests.support.wine import Wine
 

@@ -6,7 +6,8 @@ The steps, each done by the module that owns it:
 2. the index (index.py, PEP 691) gives every wheel's file name, SHA-256 and size;
 3. the wheels are acquired like any profile's (bundler.acquire.artifacts: the cache, pip with
    --require-hashes, extraction), from a provisional profile that provides every DLL;
-4. the DLLs' import tables (bundler.pe) and runtime loads (bundler.rules.scan) give the roots, the
+4. the DLLs' import tables (bundler.binary.pe) and runtime loads (bundler.rules.scan) give the
+   roots, the
    rules, the DLLs each artifact provides and the VC++ floor (facts.py);
 5. profile_toml.py writes the profile with a comment on every fact.
 
@@ -24,19 +25,11 @@ from bundler.acquire.acquired import Acquired
 from bundler.acquire.artifacts import AcquireOptions, acquire_profile
 from bundler.acquire.cache import Cache
 from bundler.acquire.download import DownloadPolicy
+from bundler.binary.pe import PEInfo, read_pe
+from bundler.closure.fit import require_resolved
+from bundler.closure.resolve import resolve
 from bundler.errors import BuildMismatchError, IntegrityError, ProfileError, VcRuntimeError
-from bundler.fit import require_resolved
-from bundler.pe import PEInfo, read_pe
-from bundler.profile_loads import RecordedFile
-from bundler.profiles import (
-    Artifact,
-    PipSource,
-    Profile,
-    dll_key,
-    load_profile_file,
-)
 from bundler.reporter import Reporter
-from bundler.resolve import resolve
 from bundler.rules.derive.build_info import BuildInfo, check_cuda_major, read_build_info
 from bundler.rules.derive.facts import Facts, Windows, derive_facts, recorded_file, required_windows
 from bundler.rules.derive.flavours import (
@@ -50,7 +43,15 @@ from bundler.rules.derive.index import find_wheel
 from bundler.rules.derive.pins import WheelPin
 from bundler.rules.derive.profile_toml import DerivedArtifact, Rendering, render_profile
 from bundler.rules.scan import scan_all
-from bundler.system import SystemPolicy, load_system_policy
+from bundler.target.loads import RecordedFile
+from bundler.target.profiles import (
+    Artifact,
+    PipSource,
+    Profile,
+    dll_key,
+    load_profile_file,
+)
+from bundler.target.system import SystemPolicy, load_system_policy
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from bundler.profile_loads import RecordedFile
-from bundler.profiles import (
+from bundler.target.loads import RecordedFile
+from bundler.target.profiles import (
     Artifact,
     DirSource,
     PipSource,

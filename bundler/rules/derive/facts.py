@@ -24,12 +24,12 @@ import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from bundler.pe import PEInfo
-from bundler.profile_loads import RecordedFile
-from bundler.profiles import dll_key
+from bundler.binary.pe import PEInfo
+from bundler.closure.vcruntime import VC_RUNTIME_DLLS
 from bundler.rules.scan import Candidate, Kind, ScanResult
-from bundler.system import SystemPolicy
-from bundler.vcruntime import VC_RUNTIME_DLLS
+from bundler.target.loads import RecordedFile
+from bundler.target.profiles import dll_key
+from bundler.target.system import SystemPolicy
 
 PROVIDER_PREFIX = "onnxruntime_providers_"
 

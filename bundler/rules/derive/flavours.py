@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict
 
-from bundler import resources
 from bundler.errors import BuildMismatchError, ProfileError
-from bundler.manifest import Table, load_toml
-from bundler.profiles import ARCHITECTURES, GpuDriver
 from bundler.rules.derive.build_info import BuildInfo, major_minor
-from bundler.validate import VC_RUNTIME_MODES
+from bundler.target import resources
+from bundler.target.manifest import Table, load_toml
+from bundler.target.profiles import ARCHITECTURES, GpuDriver
+from bundler.target.values import VC_RUNTIME_MODES
 
 _CU_SUFFIX = re.compile(r"-cu(\d+)$")
 

@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bundler.acquire.download import DownloadPolicy
-from bundler.ep_packs import EpPack as PinnedPack
-from bundler.ep_packs import available_packs, load_pack
-from bundler.profiles import available_profiles
+from bundler.eps.plugins import EpPack as PinnedPack
+from bundler.eps.plugins import available_packs, load_pack
 from bundler.rules.derive.catalogue import PACKAGES, SINCE
 from bundler.rules.derive.flavours import Flavour, available_flavours, load_flavour
 from bundler.rules.derive.index import (
@@ -30,10 +29,11 @@ from bundler.rules.derive.index import (
     released_versions,
     version_key,
 )
+from bundler.target.profiles import available_profiles
 
 # The plugin execution providers on PyPI (pypi.org/project/<name>/, read 2026-12): packages
 # that load into onnxruntime >= 1.23 through the Plugin EP ABI. manifests/eps/ pins the ones
-# `bundle build --ep` ships (bundler.ep_packs); the others are listed for information.
+# `bundle build --ep` ships (bundler.eps.plugins); the others are listed for information.
 EP_PACKS = (
     "onnxruntime-ep-nv-tensorrt-rtx-cu13",
     "onnxruntime-ep-nv-tensorrt-rtx-cu12",

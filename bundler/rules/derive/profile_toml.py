@@ -1,4 +1,5 @@
-"""Decide layer: render a derived profile as TOML in the schema bundler.profiles reads, with a
+"""Decide layer: render a derived profile as TOML in the schema bundler.target.profiles reads, with
+a
 comment on every fact saying where it came from: the index page and SHA-256 for a pin, the scan
 evidence (file, string, offset) for a root or rule, the linker version for the VC++ floor, the
 flavour file for what was chosen rather than measured. The user reviews the file; nothing here is
@@ -10,12 +11,12 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from bundler.profile_loads import RecordedFile
-from bundler.profiles import dll_key
 from bundler.rules.derive.build_info import BuildInfo
 from bundler.rules.derive.facts import Facts, Load, Windows, as_pattern
 from bundler.rules.derive.flavours import ComponentSet, Flavour, LocalInstall, Package
 from bundler.rules.derive.pins import WheelPin
+from bundler.target.loads import RecordedFile
+from bundler.target.profiles import dll_key
 
 
 @dataclass(frozen=True)

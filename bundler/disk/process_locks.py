@@ -1,0 +1,66 @@
+"""Act layer: exclusive locks across processes, on lock files: one writer per cache blob, one
+build per output folder, one Wine prefix set-up at a time. Another holder makes a process wait,
+saying so, for at most $BUNDLE_LOCK_TIMEOUT."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+from bundler.config.settings import env_number
+from bundler.errors import BusyError
+from bundler.reporter import SILENT, Note
+
+LOCK_TIMEOUT_ENV = "BUNDLE_LOCK_TIMEOUT"
+WAIT_NOTICE = 1.0  # seconds a lock is waited for before file_lock says so
+
+
+def lock_timeout() -> float | None:
+    """$BUNDLE_LOCK_TIMEOUT: seconds to wait for another bundle process's lock; unset, wait as
+    long as it takes (that process is downloading or writing what this one needs)."""
+    return env_number(LOCK_TIMEOUT_ENV, "seconds", "600")
+
+
+@contextmanager
+def file_lock(
+    path: Path, what: str, note: Note = SILENT.note, *, remove: bool = False
+) -> Iterator[None]:
+    """An exclusive lock across processes (filelock: flock on Unix, LockFileEx on Windows),
+    held while the block runs. Another holder makes this one wait, saying so through `note`
+    after a second, for up to $BUNDLE_LOCK_TIMEOUT (BusyError).
+
+    With `remove` the lock file is deleted before release, so it leaves no trace (an output
+    folder must hold only what builds put there). A waiter that then locks the deleted file
+    sees it has no name left and opens the path again (filelock >= 3.20.4), so two holders
+    never overlap; on Windows the file cannot be deleted while open and filelock removes it
+    on release."""
+    from filelock import FileLock, Timeout
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(path)
+    limit = lock_timeout()
+    try:
+        lock.acquire(timeout=WAIT_NOTICE if limit is None else min(limit, WAIT_NOTICE))
+    except Timeout:
+        if limit is not None and limit <= WAIT_NOTICE:
+            raise _busy(path, what, limit) from None
+        note(f"bundle: waiting for {what}: another bundle process holds {path}")
+        try:
+            lock.acquire(timeout=-1 if limit is None else limit - WAIT_NOTICE)
+        except Timeout:
+            raise _busy(path, what, limit) from None
+    try:
+        yield
+    finally:
+        if remove:
+            with suppress(OSError):  # while still held: see the docstring
+                path.unlink(missing_ok=True)
+        lock.release()
+
+
+def _busy(path: Path, what: str, limit: float | None) -> BusyError:
+    return BusyError(
+        f"{path}: another bundle process still holds it after {limit:g} s ({what}); let it "
+        f"finish, or raise ${LOCK_TIMEOUT_ENV} (unset: wait as long as it takes)."
+    )
