@@ -69,6 +69,7 @@ def groups(package: Path) -> dict[str, list[Path]]:
             continue  # an empty package marker, or `python -m bundler`
         group = relative.parts[0] if len(relative.parts) > 1 else "core"
         found.setdefault(group, []).append(path)
+
     def place(group: str) -> tuple[int, int, str]:
         if group == "core":
             return (0, 0, group)
