@@ -695,7 +695,7 @@ CASES = [
         (
             "{exe}: built for x86",
             f"profile '{SHIPPED_X64}' targets x64",
-            "build the app for x64 or choose a profile for x86",
+            "build the app for x64: no profile of bundle targets x86",
         ),
     ),
     Case(

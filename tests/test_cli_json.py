@@ -26,6 +26,7 @@ from bundler.closure.lock import LOCK_NAME, runtime_pack
 from bundler.closure.lockfile import write_lock
 from bundler.errors import ExitCode
 from tests.conftest import run_bundle
+from tests.support import powershell
 from tests.test_render_iss import sample_lock
 
 # command -> (a bad command line after `bundle COMMAND --json`, the exit code it must give)
@@ -236,6 +237,41 @@ def test_render_iss_with_the_runtime_pack_says_how_the_full_setup_compiles(
     command = f'iscc {quote}/Sbundlepack=$p{quote} "{tmp_path / "setup.iss"}"'
     assert data["compile"] == command
     assert f"compile it with: {command}" in run_bundle(*args).stdout
+
+
+def test_the_powershell_line_hands_iscc_the_sign_tool_intact(tmp_path: Path) -> None:
+    """PowerShell expands $p inside double quotes, which is cmd's line: ISCC then got
+    `/Sbundlepack=` and failed ("Error 2: File not found"). The PowerShell line, as
+    PowerShell's quoting rules split it, hands ISCC `$p` as written; cmd's would not."""
+    lock = sample_lock()
+    folder = tmp_path / "it's a dist"  # a quote in the path, which single quotes must double
+    folder.mkdir()
+    write_lock(folder / LOCK_NAME, replace(lock, pack=runtime_pack(lock.files)))
+    data = document(run_bundle("render", "iss", str(folder), "--runtime-pack", "--json"))
+    script = str(folder / "setup.iss")
+    assert powershell.words(data["compile_powershell"]) == ["iscc", "/Sbundlepack=$p", script]
+    cmd_line = f'iscc "/Sbundlepack=$p" "{script}"'
+    assert powershell.words(cmd_line)[1] == "/Sbundlepack="  # what cmd's line gives there
+
+
+def test_render_takes_the_bundle_folder_as_audit_does(lock_file: Path, tmp_path: Path) -> None:
+    """`bundle render iss DIST`, `--lock DIST` and `--lock DIST/bundle.lock.json` are one
+    bundle; two different ones are refused."""
+    folder, script = lock_file.parent, lock_file.parent / "setup.iss"
+    for args in (
+        [str(folder)],
+        ["--lock", str(folder)],
+        [str(lock_file), "--lock", str(lock_file)],
+    ):
+        data = document(run_bundle("render", "iss", *args, "--json"))
+        assert data["path"] == str(script), args
+    made = document(run_bundle("render", "postbuild", str(folder), "--json"))
+    assert Path(made["script"]).parent == folder
+    other = tmp_path / "other"
+    other.mkdir()
+    refused = run_bundle("render", "iss", str(folder), "--lock", str(other))
+    assert refused.returncode == ExitCode.CONFIG
+    assert "two bundles given" in refused.stderr
 
 
 def test_render_postbuild_as_json(lock_file: Path) -> None:

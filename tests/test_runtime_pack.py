@@ -150,6 +150,29 @@ def test_the_same_runtime_has_the_same_pack_compiled_once(pipeline: Pipeline) ->
     assert v2.web.stat().st_size < sum(file.stat().st_size for file in pack)
 
 
+def test_render_iss_with_the_builds_cache_dir_writes_the_builds_scripts(
+    pipeline: Pipeline,
+) -> None:
+    """`bundle render iss DIST --cache-dir X --runtime-pack` after `bundle build
+    --runtime-pack --cache-dir X` writes the same scripts byte for byte: the pack is looked up
+    in X, as the build put it there (issue 39; render iss took no --cache-dir, and rewrote the
+    pack's folder to the default cache's)."""
+    dist = pipeline.v3.dist
+    scripts = [dist / "setup.iss", dist / "setup-web.iss", *dist.glob("*.iss")]
+    built = {script: script.read_bytes() for script in scripts}  # what the build wrote
+    try:
+        done = bundle(
+            "render", "iss", str(dist), "--cache-dir", str(pipeline.cache), "--runtime-pack",
+            "--pack-url", pipeline.server.url(PACK_FILES.rstrip("/")),
+            "--iss-compression", "zip/1", "--pack-part-mb", "4",
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert {script: script.read_bytes() for script in scripts} == built
+    finally:  # the later tests compile these scripts: put back what the build wrote
+        for script, data in built.items():
+            script.write_bytes(data)
+
+
 def test_the_full_setup_is_the_app_setup_with_the_compiled_pack_appended(
     inno: InnoSetup, pipeline: Pipeline, tmp_path: Path
 ) -> None:

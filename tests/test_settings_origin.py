@@ -20,9 +20,12 @@ from typing import Any
 
 import pytest
 
+from bundler.closure.lock import LOCK_NAME
+from bundler.closure.lockfile import write_lock
 from tests.conftest import CPU, HELLO
 from tests.test_msbuild import Tiny
 from tests.test_msbuild import tiny as tiny  # the module fixture, reused: a release of our own
+from tests.test_render_iss import sample_lock
 
 ORIGINS = ("flag", "$BUNDLE_CACHE_DIR", "default")
 # command -> its arguments before --dry-run ({out}: a folder it would write into). Each works
@@ -36,6 +39,14 @@ COMMANDS: dict[str, list[str]] = {
     "profiles new": ["--ort", "1.19.2", "--flavour", "cpu", "--out", "{out}/new.toml"],
     "cache list": [],
     "cache clean": ["--all"],
+}
+# The commands that use the cache without a dry run (render: the templates' kept renderings and
+# the runtime packs; audit --html: the templates): their --json says it, with {bundle} a built
+# bundle's folder.
+RENDERS: dict[str, list[str]] = {
+    "render iss": ["{bundle}"],
+    "render postbuild": ["{bundle}"],
+    "audit": ["{bundle}", "--html", "{out}/audit.html"],
 }
 
 
@@ -51,7 +62,7 @@ def test_every_command_that_takes_cache_dir_is_here() -> None:
             walk(sub, (*path, name))
 
     walk(command(), ())
-    assert sorted(found) == sorted(COMMANDS)
+    assert sorted(found) == sorted([*COMMANDS, *RENDERS])
 
 
 @pytest.mark.parametrize("origin", ORIGINS)
@@ -74,6 +85,24 @@ def test_a_dry_run_says_where_its_cache_folder_came_from_and_writes_nothing(
     assert data["settings"]["cache_dir"] == {"value": str(cache), "from": origin}
     assert snapshot(tmp_path) == before  # not a file, not a folder: in the cache or the output
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("origin", ORIGINS)
+@pytest.mark.parametrize("name", list(RENDERS))
+def test_a_command_without_a_dry_run_says_where_its_cache_folder_came_from(
+    name: str, origin: str, tmp_path: Path
+) -> None:
+    env, cache = environment(origin, tmp_path)
+    folder = tmp_path / "bundle"
+    folder.mkdir()
+    write_lock(folder / LOCK_NAME, sample_lock())
+    args = [arg.format(bundle=folder, out=tmp_path) for arg in RENDERS[name]]
+    args += ["--cache-dir", str(cache)] if origin == "flag" else []
+    result = bundle(*name.split(), *args, "--json", env=env)
+    # the audit judges a lock whose DLLs are not there (exit 17); its JSON is the same
+    assert result.returncode in ((0, 17) if name == "audit" else (0,)), result.stderr
+    data = json.loads(result.stdout)
+    assert data["settings"]["cache_dir"] == {"value": str(cache), "from": origin}
 
 
 @pytest.mark.parametrize("name", [name for name in COMMANDS if name != "build"])

@@ -90,7 +90,19 @@ IndexUrlOption = Annotated[
 ]
 LockOption = Annotated[
     Path | None,
-    typer.Option("--lock", help="The bundle's lock file (default: from bundle.toml, or ./)."),
+    typer.Option(
+        "--lock",
+        help="The bundle's lock file, or its folder (default: from bundle.toml, or ./).",
+    ),
+]
+BundleArgument = Annotated[
+    Path | None,
+    typer.Argument(
+        metavar="[BUNDLE]",
+        help="The bundle folder or its bundle.lock.json, as `bundle audit` takes it (default: "
+        "--lock, else from bundle.toml, else ./).",
+        show_default=False,
+    ),
 ]
 RenderConfigOption = Annotated[
     Path | None, typer.Option("--config", help="bundle.toml holding the render table.")

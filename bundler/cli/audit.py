@@ -12,8 +12,9 @@ import typer
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
 from bundler.cli import session
-from bundler.cli.app import app
+from bundler.cli.app import CacheDirOption, app
 from bundler.cli.flags import AuditProfile
+from bundler.config.options import Options
 from bundler.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -85,6 +86,7 @@ def audit(
             "compared; PATH being the lock file implies it).",
         ),
     ] = False,
+    cache_dir: CacheDirOption = None,
 ) -> None:
     """Check a shipped folder as the target machine will see it; exit 17 on errors."""
     from bundler.audit.judge import as_archived, is_archive, refuse_source_folder, with_signatures
@@ -104,6 +106,8 @@ def audit(
             param_hint="--trust",
         )
     rules = [parse_suppression(text) for text in ignore or ()]
+    picked = Options()  # the cache folder, for --run's Wine prefix and --html's templates
+    cache = _cache_folder(cache_dir, picked) if run or html is not None else None
     if not is_archive(path):
         refuse_source_folder(path, profile)  # the hint first, not below 24 findings
     with _audit_target(path) as (target, inner):
@@ -112,13 +116,12 @@ def audit(
             report = with_signatures(report, rules)
         if run:
             from bundler.audit.loadrun import prove_load
-            from bundler.config.cache_root import cache_root
 
             report = prove_load(
                 report,
                 tuple(run_args or ()),
                 ignore=rules,
-                cache_dir=cache_root(None),
+                cache_dir=cache,
                 note=session.of(ctx).reporter.note,
             )
         if inner is not None:
@@ -127,17 +130,23 @@ def audit(
         write_junit(report, junit, strict)
     if html is not None:
         from bundler.audit.html import write_html
-        from bundler.config.cache_root import cache_root
         from bundler.render.engine import Templates
 
-        write_html(Templates(cache_root(None)), report, html)
+        write_html(Templates(cache), report, html)
     if explain_dll is not None:
         _print_explanation(report, explain_dll, as_json)
         return
-    typer.echo(audit_views.audit_json(report) if as_json else audit_views.audit_table(report))
+    shown = audit_views.audit_json(report, picked) if as_json else audit_views.audit_table(report)
+    typer.echo(shown)
     code = report.exit_code(strict)
     if code:
         raise typer.Exit(code)
+
+
+def _cache_folder(flag: Path | None, picked: Options) -> Path:
+    from bundler.cli.origins import cache_folder
+
+    return cache_folder(flag, picked)
 
 
 @contextmanager

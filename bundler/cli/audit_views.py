@@ -14,6 +14,7 @@ from bundler.findings import SEVERITY_ORDER, Finding, Severity
 if TYPE_CHECKING:  # type hints only: importing views must not import every command's modules
     from bundler.audit.explain import Explanation
     from bundler.audit.report import AuditReport
+    from bundler.config.options import Options
 
 
 AUDIT_DETAIL_LINES = 5
@@ -136,8 +137,11 @@ def _finding_lines(item: Finding) -> list[str]:
     return lines
 
 
-def audit_json(report: AuditReport) -> str:
-    return json.dumps(report.to_dict(), indent=2)
+def audit_json(report: AuditReport, picked: Options | None = None) -> str:
+    """The report; with --run or --html, also `settings`: the cache folder those used, with
+    its origin, as --dry-run --json gives settings."""
+    settings = {"settings": picked.report()} if picked is not None and picked.origins else {}
+    return json.dumps(report.to_dict() | settings, indent=2)
 
 
 def explain_json(explanation: Explanation, folder: Path) -> str:

@@ -13,6 +13,8 @@ import typer
 # so starting the CLI costs what the command uses (benchmarks/, P3).
 from bundler.cli import session
 from bundler.cli.app import (
+    BundleArgument,
+    CacheDirOption,
     ForceOption,
     JsonOption,
     LinkOption,
@@ -139,37 +141,45 @@ def build(
 @render_app.command("iss")
 @takes
 def render_iss(
+    folder: BundleArgument = None,
     lock: LockOption = None,
     out: IssOut = None,
     config: RenderConfigOption = None,
+    cache_dir: CacheDirOption = None,
     installer: Installer = NO_INSTALLER_FLAGS,
     as_json: JsonOption = False,
 ) -> None:
-    """Render the Inno Setup script of a built bundle from its lock file, without building."""
+    """Render the Inno Setup script of a built bundle from its lock file, without building.
+    With --runtime-pack, the pack is the one `bundle build` compiled into the same cache
+    (--cache-dir, else $BUNDLE_CACHE_DIR, else the user cache)."""
     from bundler.cli import build_views
-    from bundler.config.cache_root import cache_root, packs_folder
+    from bundler.cli.origins import cache_folder
+    from bundler.config.cache_root import packs_folder
     from bundler.render.engine import Templates
     from bundler.render.iss import ISS_NAME, write_iss
 
     settings = _app_config(config, None)
-    lock_path, bundle = _lock_to_render(lock, settings)
+    lock_path, bundle = _lock_to_render(_bundle_given(folder, lock), settings)
     picked = Options()
+    root = cache_folder(cache_dir, picked)
     chosen = installer.over(settings.installer, picked)
     _validate(picked, {}, settings, lambda: bundle.profile, bundle.gpu_driver is not None)
     chosen = chosen.checked()
     target = out or (settings.iss if isinstance(settings.iss, Path) else None)
     script = target or lock_path.parent / ISS_NAME
-    root = cache_root(None)
     packs = packs_folder(root)
     result = write_iss(Templates(root), bundle, lock_path.parent, script, chosen, packs)
-    typer.echo(build_views.iss_json(result) if as_json else build_views.iss_report(result))
+    shown = build_views.iss_json(result, picked) if as_json else build_views.iss_report(result)
+    typer.echo(shown)
 
 
 @render_app.command("postbuild")
 def render_postbuild(
+    folder: BundleArgument = None,
     lock: LockOption = None,
     out: PostbuildOut = None,
     config: RenderConfigOption = None,
+    cache_dir: CacheDirOption = None,
     project_dir: Annotated[
         Path | None,
         typer.Option(
@@ -181,19 +191,20 @@ def render_postbuild(
     """Render postbuild.cmd (copies the bundle's DLLs into a build's output folder) and
     postbuild.event.xml (the MSBuild post-build event calling it) from a lock file."""
     from bundler.cli import build_views
-    from bundler.config.cache_root import cache_root
+    from bundler.cli.origins import cache_folder
     from bundler.render.engine import Templates
     from bundler.render.postbuild import write_postbuild
     from bundler.render.render_settings import PostbuildSettings
 
     settings = _app_config(config, None)
-    lock_path, bundle = _lock_to_render(lock, settings)
+    lock_path, bundle = _lock_to_render(_bundle_given(folder, lock), settings)
+    picked = Options()
+    templates = Templates(cache_folder(cache_dir, picked))
     configured = settings.postbuild.project_dir if settings.postbuild else None
     chosen = PostbuildSettings(project_dir=project_dir or configured)
-    templates = Templates(cache_root(None))
     result = write_postbuild(templates, bundle, lock_path.parent, out or lock_path.parent, chosen)
-    shown = build_views.postbuild_json if as_json else build_views.postbuild_report
-    typer.echo(shown(result))
+    json_view = build_views.postbuild_json(result, picked)
+    typer.echo(json_view if as_json else build_views.postbuild_report(result))
 
 
 def _validate(
@@ -231,17 +242,32 @@ def _no_exe(settings: AppConfig) -> str:
     )
 
 
+def _bundle_given(folder: Path | None, lock: Path | None) -> Path | None:
+    """The bundle a render command names: its BUNDLE argument or --lock, not two different
+    ones."""
+    if folder is not None and lock is not None and folder != lock:
+        raise ConfigError(
+            f"two bundles given: {folder} and --lock {lock}; give the bundle folder (or its "
+            "lock file) once."
+        )
+    return folder or lock
+
+
 def _lock_to_render(lock: Path | None, settings: AppConfig) -> tuple[Path, Lock]:
-    """The lock a render command works from: --lock, else bundle.toml's output folder's."""
+    """The lock a render command works from: the bundle folder or lock file given, else
+    bundle.toml's output folder's."""
+    from bundler.closure.lock import LOCK_NAME
     from bundler.closure.lockfile import read_lock
 
     lock_path = lock or _default_lock(settings)
+    if lock_path.is_dir():
+        lock_path = lock_path / LOCK_NAME
     bundle = read_lock(lock_path)
     if bundle is None:
         unplaced = lock is None and settings.found and not (settings.out or settings.exe)
         why = f" ({settings.path} has no [build] out or exe to find it by)" if unplaced else ""
         raise ConfigError(
-            f"{lock_path}: no lock file{why}; run bundle build first, or give --lock."
+            f"{lock_path}: no lock file{why}; run bundle build first, or give the bundle folder."
         )
     return lock_path, bundle
 

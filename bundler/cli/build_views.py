@@ -16,6 +16,7 @@ from bundler.closure.plan import Status
 from bundler.render.postbuild import PLACEHOLDER
 
 if TYPE_CHECKING:  # type hints only: importing views must not import every command's modules
+    from bundler.config.options import Options
     from bundler.pruning.prune import Pruning
     from bundler.render.iss import IssResult
     from bundler.render.postbuild import PostbuildResult
@@ -156,6 +157,8 @@ def iss_report(result: IssResult) -> str:
             "[render] app_version in bundle.toml): the setup shows no version"
         )
     lines.append(f"  compile it with: {_iscc_line(result)}")
+    if os.name == "nt" and _iscc_args(result):  # cmd's line; PowerShell would expand $p in it
+        lines.append(f"  in PowerShell: {_iscc_line_powershell(result)}")
     if result.sign_command is not None:
         from bundler.render.sign import SIGN_TOOL_NAME
 
@@ -167,12 +170,17 @@ def iss_report(result: IssResult) -> str:
     return "\n".join(lines)
 
 
-def iss_json(result: IssResult) -> str:
+def iss_json(result: IssResult, picked: Options | None = None) -> str:
     """`bundle render iss --json`: the script written, and how to compile it (`iscc_args`:
-    ISCC's arguments before the script, without the signing one)."""
+    ISCC's arguments before the script, without the signing one); `settings`: those the
+    command resolved, each with its origin (`render iss`: the cache folder)."""
     data = {"schema_version": 1, **_paths(dataclasses.asdict(result))}
-    extra = {"compile": _iscc_line(result), "iscc_args": list(_iscc_args(result))}
-    return json.dumps(data | extra, indent=2)
+    extra = {
+        "compile": _iscc_line(result),
+        "compile_powershell": _iscc_line_powershell(result),
+        "iscc_args": list(_iscc_args(result)),
+    }
+    return json.dumps(data | extra | _settings(picked), indent=2)
 
 
 def _iscc_args(result: IssResult) -> tuple[str, ...]:
@@ -189,6 +197,13 @@ def _iscc_line(result: IssResult) -> str:
     quote = '"' if os.name == "nt" else "'"
     args = "".join(f"{quote}{arg}{quote} " for arg in _iscc_args(result))
     return f'iscc {args}"{result.path}"'
+
+
+def _iscc_line_powershell(result: IssResult) -> str:
+    """The ISCC command for PowerShell: every argument in single quotes, where nothing is
+    expanded (a quote inside is doubled); in double quotes PowerShell would replace $p."""
+    words = (*_iscc_args(result), str(result.path))
+    return "iscc " + " ".join("'" + word.replace("'", "''") + "'" for word in words)
 
 
 def postbuild_report(result: PostbuildResult) -> str:
@@ -209,11 +224,18 @@ def postbuild_report(result: PostbuildResult) -> str:
     return "\n".join(lines)
 
 
-def postbuild_json(result: PostbuildResult) -> str:
-    """`bundle render postbuild --json`: both files written, and what the event still needs."""
+def postbuild_json(result: PostbuildResult, picked: Options | None = None) -> str:
+    """`bundle render postbuild --json`: both files written, what the event still needs, and
+    the settings resolved with their origins (the cache folder)."""
     data = {"schema_version": 1, **_paths(dataclasses.asdict(result))}
     placeholder = None if result.project_relative else PLACEHOLDER
-    return json.dumps(data | {"placeholder": placeholder}, indent=2)
+    return json.dumps(data | {"placeholder": placeholder} | _settings(picked), indent=2)
+
+
+def _settings(picked: Options | None) -> dict[str, object]:
+    """{"settings": {name: {"value", "from"}}}, as --dry-run --json gives them; nothing when
+    the command resolved none."""
+    return {"settings": picked.report()} if picked is not None and picked.origins else {}
 
 
 def msbuild_report(result: MsbuildResult) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -11,24 +12,27 @@ import typer
 # so starting the CLI costs what the command uses (benchmarks/, P3).
 from bundler.cli import session
 from bundler.cli.app import (
-    CacheDirOption,
     JsonOption,
     ProfileOption,
     SearchOption,
+    SourceOption,
     app,
 )
 from bundler.cli.flags import DryRun, ScanProfile
-from bundler.cli.origins import cache_folder, pick_given, say_dry_run
+from bundler.cli.groups import ANY_SOURCE, Sources, takes
+from bundler.cli.origins import pick_given, say_dry_run
 from bundler.config.options import Options
 from bundler.errors import ExitCode, InputFileError
 from bundler.reporter import SILENT, Reporter
 from bundler.target.profiles import DEFAULT_PROFILE
 
 if TYPE_CHECKING:
+    from bundler.acquire.artifacts import AcquireOptions
     from bundler.closure.plan import Plan
 
 
 @app.command()
+@takes
 def deps(
     ctx: typer.Context,
     files: Annotated[
@@ -47,20 +51,26 @@ def deps(
         bool,
         typer.Option("--fetch", help="Also search the profile's artifacts (fetched if needed)."),
     ] = False,
-    cache_dir: CacheDirOption = None,
+    source: SourceOption = "auto",
+    sources: Sources = ANY_SOURCE,
     dry_run: DryRun = False,
 ) -> None:
-    """Resolve the complete DLL closure of FILES; exit 3 when anything is missing."""
+    """Resolve the complete DLL closure of FILES; exit 3 when anything is missing. With
+    --fetch, the profile's artifacts come from the same sources as `bundle fetch`'s (--offline,
+    --mirror, --source)."""
     from bundler.cli import inspect_views
 
+    acquiring = sources.acquire(mode=source)
     if dry_run:
         picked = Options()
         pick_given(ctx, picked, profile=profile, search=search, fetch_artifacts=fetch_artifacts)
-        steps = _deps_steps(files, profile, fetch_artifacts, cache_folder(cache_dir, picked))
+        pick_given(ctx, picked, source=source)
+        steps = _deps_steps(files, profile, fetch_artifacts, sources.pick(ctx, picked))
         say_dry_run("deps", steps, picked, as_json)
         return
     reporter = session.of(ctx).reporter
-    plan = _resolve(files, profile, search or [], fetch_artifacts, cache_dir, reporter)
+    fetching = Fetching(sources.root(), acquiring) if fetch_artifacts else None
+    plan = _resolve(files, profile, search or [], fetching, reporter)
     if why is not None:
         _print_why(plan, why)
     elif as_json:
@@ -85,28 +95,34 @@ def _deps_steps(files: list[Path], profile_name: str, fetch: bool, cache: Path) 
     return [acquire_step(profile, cache), resolving] if fetch else [resolving]
 
 
+@dataclass(frozen=True)
+class Fetching:
+    """deps --fetch: the cache folder, and where the artifacts may come from."""
+
+    cache_dir: Path
+    options: AcquireOptions
+
+
 def _resolve(
     files: list[Path],
     profile_name: str,
     search: list[Path],
-    fetch: bool = False,
-    cache_dir: Path | None = None,
+    fetching: Fetching | None = None,
     reporter: Reporter = SILENT,
 ) -> Plan:
     """Inputs are read before any fetch, so a wrong exe fails at once, not after a download."""
     from bundler.acquire.acquired import dll_search_path
-    from bundler.acquire.artifacts import AcquireOptions, acquire_profile
+    from bundler.acquire.artifacts import acquire_profile
     from bundler.acquire.cache import Cache
     from bundler.closure.resolve import read_inputs, resolve
-    from bundler.config.cache_root import cache_root
     from bundler.target.profiles import load_profile
     from bundler.target.system import load_system_policy
 
     profile = load_profile(profile_name)
     apps = read_inputs(files, profile, search)
-    if fetch:
-        cache = Cache(cache_root(cache_dir), reporter)
-        acquired = acquire_profile(profile, cache, AcquireOptions(), reporter)
+    if fetching is not None:
+        cache = Cache(fetching.cache_dir, reporter)
+        acquired = acquire_profile(profile, cache, fetching.options, reporter)
         search = search + dll_search_path(acquired)
     return resolve(apps, profile, load_system_policy(), search)
 

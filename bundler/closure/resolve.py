@@ -285,8 +285,23 @@ def check_app_machine(app: PEInfo, profile: Profile) -> None:
     if not app.runs_as(wanted):
         raise MachineMismatchError(
             f"{app.path}: built for {app.machine}, but profile '{profile.name}' targets "
-            f"{wanted}; build the app for {wanted} or choose a profile for {app.machine}."
+            f"{wanted}; {_machine_advice(app.machine, wanted)}"
         )
+
+
+def _machine_advice(machine: str, wanted: str) -> str:
+    """What to do about an app built for `machine`: a shipped profile for it, if one exists;
+    else build the app for what the profiles target (ONNX Runtime's GPU and DirectML builds
+    for Windows are x64 only)."""
+    from bundler.target.profiles import available_profiles, load_profile
+
+    for name in sorted(available_profiles()):
+        if load_profile(name).architecture == machine:
+            return f"build the app for {wanted}, or choose a profile for {machine} ({name})."
+    return (
+        f"build the app for {wanted}: no profile of bundle targets {machine}, and "
+        "`bundle profiles new` derives profiles of the same builds."
+    )
 
 
 def _plan_file(info: PEInfo, status: Status) -> PlanFile:
