@@ -8,6 +8,8 @@
   it, a wing the whole core and, where it must, a wing below it; never a group above or beside
   it. Every import counts, also one inside a function or under TYPE_CHECKING.
 - No cycles between modules (imports at module level, where a cycle breaks an import).
+- Only `config/` reads the process environment (bundler.config.environment): library code gets
+  values as arguments or from its helpers, so a command can say where each came from.
 - Only `bundler/cli/` and the entry point print or exit: library code reports through
   the reporter the CLI hands it (bundler.reporter) or raises a BundleError.
 - Every module's docstring opens with its layer (read, decide, act, talk) and its job, and
@@ -39,7 +41,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "disk": ("core", "config"),
     "binary": ("core", "target"),
     "closure": ("core", "target", "binary", "disk"),
-    "pruning": ("core", "target", "disk", "closure"),
+    "pruning": ("core", "target", "config", "disk", "closure"),
     "eps": ("core", "target", "config"),
     "acquire": CORE,
     "render": (*CORE, "acquire"),
@@ -141,6 +143,26 @@ def cycles(modules: Iterator[tuple[str, ast.Module]]) -> list[list[str]]:
     return found
 
 
+ENVIRONMENT = {"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"}
+READS_ENVIRONMENT = ("config",)  # the groups that may
+
+
+def environment_reads(modules: Iterator[tuple[str, ast.Module]]) -> list[str]:
+    """`os.environ`, `os.getenv` and the like outside config/ (an import of them counts)."""
+    found = []
+    for name, tree in modules:
+        if group(name) in READS_ENVIRONMENT:
+            continue
+        for node in ast.walk(tree):
+            used = isinstance(node, ast.Attribute) and node.attr in ENVIRONMENT
+            used = used and isinstance(node.value, ast.Name) and node.value.id == "os"
+            imported = isinstance(node, ast.ImportFrom) and node.module == "os"
+            imported = imported and any(alias.name in ENVIRONMENT for alias in node.names)
+            if used or imported:
+                found.append(f"{name}:{node.lineno}")
+    return found
+
+
 def printing_calls(modules: Iterator[tuple[str, ast.Module]]) -> list[str]:
     found = []
     for name, tree in modules:
@@ -238,6 +260,24 @@ def test_the_package_map_lists_the_core_packages_in_this_order() -> None:
 
 def test_no_import_cycles() -> None:
     assert cycles(sources()) == []
+
+
+def test_only_config_reads_the_environment() -> None:
+    assert environment_reads(sources()) == []
+
+
+def test_a_planted_environment_read_is_found(tmp_path: Path) -> None:
+    files = {
+        "acquire/artifacts.py": "import os\nbase = os.environ.get('CUDA_PATH')\n",
+        "audit/loadrun.py": "from os import getenv\n",
+        "cli/session.py": "import os\ndef f():\n    return os.getenv('BUNDLE_DEBUG')\n",
+        "config/environment.py": "import os\nvalue = os.environ.get('X')\n",
+    }
+    assert environment_reads(planted(tmp_path, files)) == [
+        "bundler.acquire.artifacts:2",
+        "bundler.audit.loadrun:1",
+        "bundler.cli.session:3",
+    ]
 
 
 def test_only_the_cli_prints_or_exits() -> None:

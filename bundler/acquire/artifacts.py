@@ -37,6 +37,7 @@ from bundler.acquire.source_choice import (
 )
 from bundler.acquire.sources import local_install
 from bundler.acquire.trees import PendingArchive, unpack_archives
+from bundler.config.environment import variable
 from bundler.config.validate import SOURCE_MODES
 from bundler.disk import files
 from bundler.errors import FetchError
@@ -164,7 +165,7 @@ class Acquirer:
 
     def _from_source(self, artifact: Artifact, source: Source, skipped: list[str]) -> Outcome:
         if isinstance(source, DirSource):
-            base = os.environ.get(source.env)
+            base = variable(source.env)
             if not base:
                 raise SourceSkipped(f"${source.env} is not set")
             folder = Path(base) / source.subdir

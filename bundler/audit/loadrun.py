@@ -68,6 +68,7 @@ from bundler.binary.pe import release_image
 from bundler.closure.lock import DOCTOR_DATA, DOCTOR_EXE
 from bundler.closure.plan import Plan
 from bundler.config.cache_root import cache_root
+from bundler.config.environment import child_environment, system_root, wine_prefix
 from bundler.disk.process_locks import file_lock
 from bundler.errors import LoaderUnavailableError
 from bundler.findings import severity_rank
@@ -110,7 +111,7 @@ class WineLoader:
         self._warm = False
 
     def env(self, debug: str = LOADER_DEBUG, overrides: str | None = None) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k not in {"WINEPATH", "WINEDLLOVERRIDES"}}
+        env = child_environment(drop=("WINEPATH", "WINEDLLOVERRIDES"))
         env.update(WINEPREFIX=str(self.prefix), WINEDEBUG=debug)
         if self.owned:
             env["WINEARCH"] = "win64"
@@ -257,8 +258,8 @@ def _windows_runs(
     plan: Plan, folder: Path, app_args: Sequence[str], timeout: float
 ) -> list[LoaderRun]:
     """Windows: the exes directly, the roots by LoadLibraryExW in a Python subprocess."""
-    root = os.environ.get("SYSTEMROOT", r"C:\Windows")
-    env = {**os.environ, "PATH": rf"{root}\System32;{root};{root}\System32\Wbem"}
+    root = system_root()
+    env = child_environment(PATH=rf"{root}\System32;{root};{root}\System32\Wbem")
     if sys.platform == "win32":
         import ctypes
 
@@ -316,7 +317,9 @@ def prove_load(
         runs = _windows_runs(plan, folder, app_args, timeout)
         proof = judge(plan, names, runs, loader="windows", loader_version="Windows")
         doctor = _doctor(
-            folder, names, lambda command: run_program(command, folder, {**os.environ}, timeout)
+            folder,
+            names,
+            lambda command: run_program(command, folder, child_environment(), timeout),
         )
     else:
         loader = _wine_loader(plan, cache_dir, note)
@@ -370,8 +373,8 @@ def _wine_loader(plan: Plan, cache_dir: Path | None, note: Note) -> WineLoader:
             "Wine here (no `wine` on PATH; e.g. apt-get install wine wine64); "
             "run the audit without --run, or on a machine that has one."
         )
-    configured = os.environ.get("WINEPREFIX")
-    if configured:
-        return WineLoader(Path(configured), False, native_vc_runtime(plan), note)
+    configured = wine_prefix()
+    if configured is not None:
+        return WineLoader(configured, False, native_vc_runtime(plan), note)
     prefix = cache_root(cache_dir) / PRIVATE_PREFIX
     return WineLoader(prefix, True, native_vc_runtime(plan), note)

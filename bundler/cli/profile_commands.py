@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -220,10 +219,11 @@ def _new_request(
 def _index(flag: str | None, picked: Options) -> str:
     """The package index: --index-url, else $PIP_INDEX_URL, else PyPI's (as pip reads them;
     bundler.rules.derive.index.default_index_url), its origin kept in `picked`."""
+    from bundler.config.environment import PIP_INDEX_ENV, variable
     from bundler.rules.derive.index import PYPI_SIMPLE
 
-    variable = ("PIP_INDEX_URL", os.environ.get("PIP_INDEX_URL") or None)
-    return picked.pick("index_url", flag, env=variable, default=PYPI_SIMPLE) or PYPI_SIMPLE
+    named = (PIP_INDEX_ENV, variable(PIP_INDEX_ENV))
+    return picked.pick("index_url", flag, env=named, default=PYPI_SIMPLE) or PYPI_SIMPLE
 
 
 def _new_steps(

@@ -6,17 +6,17 @@ state."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 import typer
 
 from bundler.cli.progress import ProgressBars
+from bundler.config.environment import debug_requested
 from bundler.reporter import Reporter
 
 
 def _debug_from_environment() -> bool:
-    return os.environ.get("BUNDLE_DEBUG", "") not in ("", "0")
+    return debug_requested()
 
 
 def _on_stderr(message: str) -> None:

@@ -5,8 +5,9 @@ elsewhere."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from bundler.config.environment import variable
 
 CACHE_ENV = "BUNDLE_CACHE_DIR"
 PACKS = "packs"  # compiled runtime packs, one folder a pack (docs/runtime-pack.md)
@@ -31,7 +32,7 @@ def default_cache_dir() -> Path:
 
 def env_cache_dir() -> Path | None:
     """$BUNDLE_CACHE_DIR, when set and not blank."""
-    configured = os.environ.get(CACHE_ENV, "").strip()
+    configured = (variable(CACHE_ENV) or "").strip()
     return Path(configured) if configured else None
 
 

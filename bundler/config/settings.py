@@ -6,14 +6,14 @@ every command. A value that is no number is a configuration error (exit 14), nev
 from __future__ import annotations
 
 import math
-import os
 
+from bundler.config.environment import variable
 from bundler.errors import ConfigError
 
 
 def env_number(name: str, unit: str, example: str) -> float | None:
     """$name as a finite number >= 0, or None when it is unset or blank."""
-    text = os.environ.get(name, "").strip()
+    text = (variable(name) or "").strip()
     if not text:
         return None
     try:

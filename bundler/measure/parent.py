@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bundler import __version__
+from bundler.config import environment
 from bundler.disk.files import remove, replace
 from bundler.errors import ConfigError, MeasurementError, OutputError
 from bundler.measure import DEFAULT_TIMEOUT
@@ -218,7 +219,7 @@ def _run_child(
 
 def child_environment(libs: Path | None) -> dict[str, str]:
     """This process's environment with `libs` first on the loader's search path."""
-    env = dict(os.environ)
+    env = environment.child_environment()
     if libs is None:
         return env
     key = "PATH" if sys.platform == "win32" else "LD_LIBRARY_PATH"

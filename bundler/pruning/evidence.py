@@ -15,12 +15,12 @@ and its limits.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from bundler.config.environment import variable
 from bundler.target.manifest import Table, load_toml
 from bundler.target.resources import manifests_dir
 
@@ -158,7 +158,7 @@ def evidence_dir() -> Path:
 def evidence_dirs() -> list[Path]:
     """Where tables are read: $BUNDLE_EVIDENCE_DIR first (a team's own measurement with
     tools/gpu_matrix.py), then the shipped ones."""
-    own = os.environ.get(EVIDENCE_ENV)
+    own = variable(EVIDENCE_ENV)
     return [Path(own), evidence_dir()] if own else [evidence_dir()]
 
 

@@ -13,7 +13,6 @@ Which wheel: the one for the flavour's CPython and platform, preferring the most
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 from bundler.acquire.download import DownloadPolicy, check_scheme
+from bundler.config.environment import PIP_INDEX_ENV, variable
 from bundler.errors import FetchError
 from bundler.rules.derive.pins import WheelPin
 
@@ -33,7 +33,7 @@ PLATFORMS = {"x64": "win_amd64", "x86": "win32", "arm64": "win_arm64"}
 
 
 def default_index_url() -> str:
-    return os.environ.get("PIP_INDEX_URL") or PYPI_SIMPLE
+    return variable(PIP_INDEX_ENV) or PYPI_SIMPLE
 
 
 def normalize(name: str) -> str:
