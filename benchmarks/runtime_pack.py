@@ -151,7 +151,7 @@ def _app_bytes(folder: Path) -> int:
     from bundler.closure.lockfile import read_lock
 
     lock = read_lock(folder / "bundle.lock.json")
-    assert lock is not None and lock.pack is not None, folder
-    apart = set(lock.pack.files)
+    assert lock is not None and lock.runtime_pack is not None, folder
+    apart = set(lock.runtime_pack.files)
     names = [entry.name for entry in lock.payload() if entry.name not in apart]
     return sum((folder / name).stat().st_size for name in names if (folder / name).is_file())

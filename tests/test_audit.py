@@ -299,10 +299,11 @@ def test_json_document_follows_the_schema(tmp_path: Path) -> None:
         "hashes_verified",
         "restore",
         "gpu",
-        "packs",
+        "eps",
+        "packs",  # the name before "eps", the same list
         "plan",
     }
-    assert data["packs"] == []  # no lock, no EP packs
+    assert data["eps"] == data["packs"] == []  # no lock, no EP packs
     provider = found(data)["BA103"][0]
     assert set(provider) == {
         "code",

@@ -182,13 +182,15 @@ def test_cache_list_and_clean_as_json(tmp_path: Path) -> None:
     (entry,) = listed["archives"]
     assert (entry["sha256"], entry["size"], entry["names"]) == (digest, 10, ["a.zip"])
     assert entry["origins"] == ["https://example.invalid/a.zip"] and listed["size"] == 10
-    assert listed["packs"] == []  # none compiled yet
+    assert listed["runtime_packs"] == listed["packs"] == []  # none compiled yet
     (cache.tmp / "partial").write_bytes(b"12345")
     pack = cache.root / "packs" / "0123456789abcdef-01234567" / "bundle-pack.exe"
     pack.parent.mkdir(parents=True)
     pack.write_bytes(b"a compiled runtime pack")  # 23 bytes, kept without --all
     at = ["--cache-dir", str(cache.root)]
-    (compiled,) = document(run_bundle("cache", "list", *at, "--json"))["packs"]
+    listing = document(run_bundle("cache", "list", *at, "--json"))
+    (compiled,) = listing["runtime_packs"]
+    assert listing["packs"] == listing["runtime_packs"]  # the name before, kept
     assert compiled == {"name": pack.parent.name, "path": str(pack.parent), "size": 23}
     listing = run_bundle("cache", "list", *at).stdout
     assert f"{pack.parent.name}        23 B" in listing, listing
@@ -229,7 +231,7 @@ def test_render_iss_with_the_runtime_pack_says_how_the_full_setup_compiles(
     """The full setup compiles only with the Sign Tool that appends the pack: the command in
     --json and in the report name it, quoted for this system's shell."""
     lock = sample_lock()
-    write_lock(tmp_path / LOCK_NAME, replace(lock, pack=runtime_pack(lock.files)))
+    write_lock(tmp_path / LOCK_NAME, replace(lock, runtime_pack=runtime_pack(lock.files)))
     args = ("render", "iss", "--lock", str(tmp_path / LOCK_NAME), "--runtime-pack")
     data = document(run_bundle(*args, "--json"))
     assert data["iscc_args"] == ["/Sbundlepack=$p"]
@@ -246,7 +248,7 @@ def test_the_powershell_line_hands_iscc_the_sign_tool_intact(tmp_path: Path) -> 
     lock = sample_lock()
     folder = tmp_path / "it's a dist"  # a quote in the path, which single quotes must double
     folder.mkdir()
-    write_lock(folder / LOCK_NAME, replace(lock, pack=runtime_pack(lock.files)))
+    write_lock(folder / LOCK_NAME, replace(lock, runtime_pack=runtime_pack(lock.files)))
     data = document(run_bundle("render", "iss", str(folder), "--runtime-pack", "--json"))
     script = str(folder / "setup.iss")
     assert powershell.words(data["compile_powershell"]) == ["iscc", "/Sbundlepack=$p", script]

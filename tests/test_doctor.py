@@ -36,7 +36,7 @@ from bundler.closure.lock import (
     LOCK_NAME,
     PACK_MARKER,
     Lock,
-    LockedPack,
+    LockedEp,
     PrunedFile,
     RuntimePack,
 )
@@ -185,8 +185,8 @@ def test_a_supported_gpu_with_a_new_driver_finds_nothing(
     assert document["summary"] == {"error": 0, "warning": 0, "info": 0}
     # the build's own folder: the lock's runtime pack, no bundle-pack.txt (no setup ran)
     lock = read_lock(shipped / LOCK_NAME)
-    assert lock is not None and lock.pack is not None
-    no_setup = {"lock": lock.pack.sha256, "installed": None, "matches": False}
+    assert lock is not None and lock.runtime_pack is not None
+    no_setup = {"lock": lock.runtime_pack.sha256, "installed": None, "matches": False}
     assert document["runtime_pack"] == no_setup
     text = run(wine, shipped / "bundle-doctor.exe", gpus="sm_86")
     assert text.returncode == 0
@@ -826,7 +826,7 @@ def test_the_report_judges_each_installed_pack(
 
 # --- the runtime pack (bundle build --runtime-pack, issue 32) ---------------------------------
 
-PACK_LOCK = replace(CPU_LOCK, pack=RuntimePack(PACK_SHA, ("onnxruntime.dll",), 1))
+PACK_LOCK = replace(CPU_LOCK, runtime_pack=RuntimePack(PACK_SHA, ("onnxruntime.dll",), 1))
 
 
 @pytest.fixture
@@ -846,11 +846,11 @@ def header(result: subprocess.CompletedProcess[str]) -> list[str]:
 
 
 def test_the_data_file_names_the_runtime_pack_once_after_the_packs() -> None:
-    webgpu = LockedPack(
+    webgpu = LockedEp(
         "webgpu", "onnxruntime-webgpu", "1.31.1", "WebGpuExecutionProvider", "webgpu",
         data.WEBGPU_PACK[2], "1.31.1", 1, probe="d3d12", needs="a D3D12 GPU",
     )  # fmt: skip
-    text = doctor_data(replace(PACK_LOCK, packs=(webgpu,)))
+    text = doctor_data(replace(PACK_LOCK, eps=(webgpu,)))
     records = [line.split("\t") for line in text.splitlines()]
     kinds = [fields[0] for fields in records]
     assert [fields for fields in records if fields[0] == "runtime_pack"] == [

@@ -155,7 +155,7 @@ def _check_pack_folder(out: Path, name: str, lock: dict[str, object]) -> None:
         entry = files[f"{pack.folder}/{item.name}"]
         assert entry["kind"] == "ep" and entry["sha256"] == item.sha256
         assert entry["origin"] == f"pip:{pack.source.pip.package}=={pack.source.pip.version}"
-    (locked,) = [p for p in lock["packs"] if p["name"] == name]  # type: ignore[attr-defined]
+    (locked,) = [p for p in lock["eps"] if p["name"] == name]  # type: ignore[attr-defined]
     assert locked["plugin"] == f"{pack.folder}/{pack.plugin}"
     assert locked["registration_name"] == pack.registration_name
     assert locked["min_ort"] == pack.min_ort
@@ -170,7 +170,8 @@ def test_cpu_bundle_with_one_pack(name: str, tmp_path: Path, ep_cache: Path) -> 
     data = _build(out, ep_cache, CPU_131, name)
     lock = json.loads((out / "bundle.lock.json").read_text(encoding="utf-8"))
     _check_pack_folder(out, name, lock)
-    assert [p["name"] for p in data["packs"]] == [name]  # type: ignore[index]
+    assert [p["name"] for p in data["eps"]] == [name]  # type: ignore[index]
+    assert data["packs"] == data["eps"]  # the name before "eps", kept
     assert {p.name for p in (out / "ep").iterdir()} == {Path(FOLDERS[name]).name}
     sbom = json.loads((out / "bundle.cdx.json").read_text(encoding="utf-8"))
     pack = load_pack(name)
@@ -212,7 +213,7 @@ def test_gpu_bundle_with_all_three_packs_then_audit_names_a_lost_dll(
         "ep/nv_tensorrt_rtx/tensorrt_rtx_1_7.dll"
     ]
     # each pack's size here against the lock's: the TensorRT RTX pack lacks one file
-    packs = {pack["name"]: pack for pack in report["packs"]}
+    packs = {pack["name"]: pack for pack in report["eps"]}
     trt = packs["nv-tensorrt-rtx"]
     assert trt["files"] == trt["locked_files"] - 1
     locked = {item["name"]: item["size"] for item in lock["files"]}  # type: ignore[index]

@@ -150,7 +150,7 @@ def _built_app(ep_register: Path, work: Path) -> Path:
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     lock = json.loads((out / "bundle.lock.json").read_text(encoding="utf-8"))
-    assert sorted(pack["name"] for pack in lock["packs"]) == sorted(PACKS)
+    assert sorted(pack["name"] for pack in lock["eps"]) == sorted(PACKS)
     return out
 
 

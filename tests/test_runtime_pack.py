@@ -98,10 +98,10 @@ def _release(
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     lock = read_lock(dist / "bundle.lock.json")
-    assert lock is not None and lock.pack is not None
+    assert lock is not None and lock.runtime_pack is not None
     full = inno.compile(dist / "setup.iss", work / name / "full", APPEND).check().setup_exe
     web = inno.compile(dist / "setup-web.iss", work / name / "web").check().setup_exe
-    return Release(dist, lock.pack, full, web)
+    return Release(dist, lock.runtime_pack, full, web)
 
 
 @pytest.fixture(scope="module")

@@ -68,7 +68,7 @@ def sample_pack_sha256() -> str:
 
 def _rendered(tmp_path: Path, settings: IssSettings) -> dict[str, str]:
     lock = sample_lock()
-    lock = replace(lock, pack=runtime_pack(lock.files))
+    lock = replace(lock, runtime_pack=runtime_pack(lock.files))
     write_iss(TEMPLATES, lock, tmp_path, tmp_path / "setup.iss", settings, tmp_path / "packs")
     return {p.name: p.read_text(encoding="utf-8-sig") for p in tmp_path.glob("*.iss")}
 

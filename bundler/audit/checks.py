@@ -113,14 +113,14 @@ def wrong_machine(audited: Audited) -> Iterator[Finding]:
 def ep_ort_too_old(audited: Audited) -> Iterator[Finding]:
     """A pack of the lock beside an onnxruntime.dll (its file version, else the lock's ORT
     release) older than the pack's min_ort."""
-    if not audited.lock or not audited.lock.packs:
+    if not audited.lock or not audited.lock.eps:
         return
     info = audited.folder.pe.get("onnxruntime.dll")
     found = format_version(info.file_version) if info and info.file_version else None
     ort = found or audited.lock.ort_version
     if ort is None:
         return
-    for pack in audited.lock.packs:
+    for pack in audited.lock.eps:
         if version_key(ort) < version_key(pack.min_ort):
             message = (
                 f"EP pack {pack.name} ({pack.plugin}) needs ONNX Runtime {pack.min_ort} or "
@@ -245,7 +245,7 @@ def pack_left_out(audited: Audited) -> Iterator[Finding]:
 
 def pack_mismatch(audited: Audited) -> Iterator[Finding]:
     """bundle-pack.txt (written by the runtime pack's setup) names another pack than the lock."""
-    pack = audited.lock.pack if audited.lock else None
+    pack = audited.lock.runtime_pack if audited.lock else None
     found = audited.installed_pack
     if pack is None or found is None or found == pack.sha256:
         return

@@ -15,7 +15,7 @@ from bundler import __version__
 from bundler.binary.fatbin import GpuCode, read_gpu_code
 from bundler.binary.pe import PEInfo, is_pe_candidate, read_pe
 from bundler.closure.gpu import coverage, judged
-from bundler.closure.lock import INSTALLED_LIST, Lock, LockedFile, LockedPack
+from bundler.closure.lock import INSTALLED_LIST, Lock, LockedEp, LockedFile
 from bundler.closure.plan import Edge, Plan, Status
 from bundler.errors import ExitCode, InputFileError
 from bundler.findings import Finding, Severity
@@ -96,14 +96,14 @@ class Audited:
     installed_pack: str | None = None  # the pack hash in bundle-pack.txt; None without one
 
     @cached_property
-    def packs_left_out(self) -> tuple[LockedPack, ...]:
+    def packs_left_out(self) -> tuple[LockedEp, ...]:
         """The lock's packs a setup left out: bundle-installed.txt lists none of its files and
         its folder is absent (its component was not selected)."""
         if self.lock is None or self.installed is None:
             return ()
         return tuple(
             pack
-            for pack in self.lock.packs
+            for pack in self.lock.eps
             if pack.plugin.lower() not in self.installed
             and not (self.folder.path / pack.folder).exists()
         )
@@ -226,7 +226,8 @@ class AuditReport:
             "signatures_checked": self.signatures,
             "restore": [asdict(item) for item in self.restore],
             "gpu": self.gpu,
-            "packs": list(self.packs),
+            "eps": list(self.packs),
+            "packs": list(self.packs),  # the name before "eps" (issue 39), kept for readers
             "plan": plan_summary(self.plan),
         }
 
@@ -269,7 +270,7 @@ def pack_summary(audited: Audited) -> tuple[dict[str, Any], ...]:
         return ()
     left_out = {pack.name for pack in audited.packs_left_out}
     found = []
-    for pack in audited.lock.packs:
+    for pack in audited.lock.eps:
         locked = [item for item in audited.lock.files if item.name.startswith(pack.folder + "/")]
         present = [item for item in locked if (audited.folder.path / item.name).is_file()]
         found.append(

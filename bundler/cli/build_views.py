@@ -100,9 +100,10 @@ def build_json(result: BuildResult) -> str:
         "postbuild": dataclasses.asdict(result.postbuild) if result.postbuild else None,
         "settings": result.settings,
         "pruning": pruning_json(result.pruning),
-        "packs": [dataclasses.asdict(pack) for pack in result.lock.packs],
+        "eps": [dataclasses.asdict(ep) for ep in result.lock.eps],
         "plan": result.plan.to_dict(),
     }
+    data["packs"] = data["eps"]  # the name before "eps" (issue 39), kept for readers
     return json.dumps(data, indent=2, default=str)
 
 
@@ -128,7 +129,7 @@ def pack_lines(result: BuildResult) -> list[str]:
         f"  EP pack {pack.name} ({pack.package} {pack.version}) {verb} "
         f"{pack.plugin.rsplit('/', 1)[0]}/, {human_size(pack.size)}: register {pack.plugin} "
         f'as "{pack.registration_name}" (ORT >= {pack.min_ort})'
-        for pack in result.lock.packs
+        for pack in result.lock.eps
     ]
 
 

@@ -80,7 +80,8 @@ def cache_json(root: Path, entries: Sequence[CacheEntry], packs: Sequence[PackEn
         "cache": str(root),
         "archives": archives,
         "size": total,
-        "packs": compiled,
+        "runtime_packs": compiled,
+        "packs": compiled,  # the name before "runtime_packs" (issue 39), kept for readers
     }
     return json.dumps(document, indent=2)
 

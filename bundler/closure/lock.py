@@ -26,7 +26,13 @@ DOCTOR_DATA = "bundle-doctor.dat"  # rendered from the lock (bundler/render/doct
 # What an installer installed, one name a line, in {app}: the next version's installer removes
 # what it lists and the new payload lacks, and nothing else (docs/building.md, "Upgrades").
 INSTALLED_LIST = "bundle-installed.txt"
-SCHEMA_VERSION = 1
+# The lock's format. 2: `packs` became `eps` and `pack` became `runtime_pack` (issue 39). The
+# rule from 2 on: a new optional key needs no new version (a reader ignores what it does not
+# know of the lock's top level); a renamed or removed key, or a changed meaning, does; and the
+# reader accepts the version before its own (READABLE), so a lock written by the previous
+# release audits and rebuilds without a rebuild first.
+SCHEMA_VERSION = 2
+READABLE = (1, 2)
 # What must be equal for --locked: identity and content, not where a mirror served it from.
 _COMPARED = ("kind", "sha256", "size", "artifact", "archive_sha256", "member")
 
@@ -74,7 +80,7 @@ class PrunedFile:
 
 
 @dataclass(frozen=True)
-class LockedPack:
+class LockedEp:
     """An execution-provider pack the bundle carries (bundle build --ep): what the app
     registers, under which name, and from which file relative to the exe's folder."""
 
@@ -165,8 +171,8 @@ class Lock:
     doctor: bool = False  # bundle-doctor.exe and its data file ship with the bundle
     models: tuple[LockedModel, ...] = ()  # --model: what the pruning was decided for
     pruned: tuple[PrunedFile, ...] = ()  # left out for those models, each with its reason
-    packs: tuple[LockedPack, ...] = ()  # execution-provider packs (--ep); () in older locks
-    pack: RuntimePack | None = None  # the runtime pack (None: no runtime files, or an older lock)
+    eps: tuple[LockedEp, ...] = ()  # execution-provider packs (--ep); () in older locks
+    runtime_pack: RuntimePack | None = None  # None: no runtime files, or an older lock
     tool_version: str = __version__
     schema_version: int = SCHEMA_VERSION
 

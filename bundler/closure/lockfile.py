@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from bundler.closure.lock import (
-    SCHEMA_VERSION,
+    READABLE,
     Lock,
+    LockedEp,
     LockedFile,
     LockedModel,
-    LockedPack,
     PrunedFile,
     RuntimePack,
     content_digest,
@@ -43,10 +43,11 @@ def read_lock(path: Path) -> Lock | None:
         ) from None
     if not isinstance(data, dict):
         raise PlanFormatError(f"{path}: not a valid bundle lock file (not an object); {_REWRITE}.")
-    if data.get("schema_version") != SCHEMA_VERSION:
+    if data.get("schema_version") not in READABLE:
+        readable = " or ".join(str(version) for version in READABLE)
         raise PlanFormatError(
             f"{path}: lock schema_version {data.get('schema_version')!r} is not "
-            f"{SCHEMA_VERSION}; delete it or rebuild with a matching bundle."
+            f"{readable}; delete it or rebuild with a matching bundle."
         )
     _check_entries(path, data.get("files"))
     digest = data.pop("digest", None)  # absent in locks written before it existed
@@ -99,14 +100,19 @@ def _lock(path: Path, data: dict[str, Any]) -> Lock:
             doctor=bool(data.get("doctor", False)),
             models=tuple(_model(item) for item in data.get("models", ())),
             pruned=tuple(PrunedFile(**item) for item in data.get("pruned", ())),
-            packs=tuple(LockedPack(**item) for item in data.get("packs", ())),
-            pack=_runtime_pack(data.get("pack")),
+            eps=tuple(LockedEp(**item) for item in _renamed(data, "eps", "packs", ())),
+            runtime_pack=_runtime_pack(_renamed(data, "runtime_pack", "pack", None)),
             tool_version=data.get("tool_version", "?"),
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise PlanFormatError(
             f"{path}: not a valid bundle lock file ({exc}); {_REWRITE}."
         ) from None
+
+
+def _renamed(data: dict[str, Any], name: str, before: str, default: Any) -> Any:
+    """A key under its name, else under the name schema 1 gave it."""
+    return data.get(name, data.get(before, default))
 
 
 def _runtime_pack(data: dict[str, Any] | None) -> RuntimePack | None:

@@ -87,11 +87,11 @@ def _records(lock: Lock) -> Iterator[tuple[str, ...]]:
     gpu_code = {item.name: GpuCode(item.sass or (), item.ptx or (), 0) for item in lock.files}
     for name, code_of in judged(gpu_code).items():
         yield "gpu", name, _archs(code_of.sass), _archs(code_of.ptx)
-    for pack in lock.packs:  # the doctor judges each on the target (--packs, BA811-BA813)
+    for pack in lock.eps:  # the doctor judges each on the target (--packs, BA811-BA813)
         cc, floor = pack.min_compute_capability or "-", pack.min_driver or "-"
         yield "pack", pack.name, pack.folder, pack.plugin, pack.probe, cc, floor, pack.needs
-    if lock.pack is not None:  # the doctor compares it with the folder's bundle-pack.txt (BA406)
-        yield "runtime_pack", lock.pack.sha256
+    if lock.runtime_pack is not None:  # the doctor compares it with bundle-pack.txt (BA406)
+        yield "runtime_pack", lock.runtime_pack.sha256
 
 
 def _archs(names: tuple[str, ...] | None) -> str:

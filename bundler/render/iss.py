@@ -23,7 +23,7 @@ from bundler.closure.lock import (
     INSTALLED_LIST,
     LOCK_NAME,
     Lock,
-    LockedPack,
+    LockedEp,
     PayloadFile,
 )
 from bundler.config.validate import refuse_unshipped_requirement
@@ -162,8 +162,8 @@ def iss_values(
             if entry.kind != "installer"
         ],
         # with the runtime pack apart, EP packs are in it: no components of their own
-        "packs": [] if pack else _pack_values(lock, settings),
-        "pack": pack,
+        "eps": [] if pack else _pack_values(lock, settings),
+        "runtime_pack": pack,
         "doctor_exe": DOCTOR_EXE,
         "doctor_data": DOCTOR_DATA,
         "pruned": [item.name for item in lock.pruned],
@@ -192,14 +192,14 @@ def _file_entry(entry: PayloadFile, prefix: str) -> dict[str, Any]:
     }
 
 
-def _component(pack: LockedPack) -> str:
+def _component(pack: LockedEp) -> str:
     """The pack's Inno Setup component: a name of letters, digits and underscores."""
     return "ep_" + re.sub(r"\W", "_", pack.name)
 
 
 def _component_of(name: str, lock: Lock) -> str | None:
     """The component of a pack's file (its folder's, licences apart), None for the rest."""
-    for pack in lock.packs:
+    for pack in lock.eps:
         if name.startswith(pack.folder + "/"):
             return _component(pack)
     return None
@@ -208,10 +208,10 @@ def _component_of(name: str, lock: Lock) -> str | None:
 def _pack_values(lock: Lock, settings: IssSettings) -> list[dict[str, Any]]:
     """One component per execution-provider pack; the doctor picks those the machine can use
     (its --packs line), and a required pack the machine cannot use stops the setup."""
-    shipped = tuple(pack.name for pack in lock.packs)
+    shipped = tuple(pack.name for pack in lock.eps)
     for name in settings.require_eps:
         refuse_unshipped_requirement(f"--require-ep {name}", name, shipped)
-    if lock.packs and not lock.doctor:
+    if lock.eps and not lock.doctor:
         raise ConfigError(
             "the setup chooses execution-provider packs with bundle-doctor.exe, and this bundle "
             "ships none; build it with the doctor (the default), or without --ep."
@@ -223,7 +223,7 @@ def _pack_values(lock: Lock, settings: IssSettings) -> list[dict[str, Any]]:
             "description": f"{pack.ep_name} ({pack.size / 1e6:,.0f} MB): {pack.needs}",
             "required": pack.name in settings.require_eps,
         }
-        for pack in lock.packs
+        for pack in lock.eps
     ]
 
 

@@ -132,12 +132,12 @@ def _pack_script(
 
 
 def _pack_of(lock: Lock) -> RuntimePack:
-    if lock.pack is None:
+    if lock.runtime_pack is None:
         raise ConfigError(
             "--runtime-pack: the lock records no runtime pack (it was written by an older "
             "bundle, or the bundle has no runtime files); run bundle build again, then render."
         )
-    return lock.pack
+    return lock.runtime_pack
 
 
 def _pack_file(name: str, prefix: str) -> dict[str, str]:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bundler.acquire.acquired import Acquired
-from bundler.closure.lock import LockedPack
+from bundler.closure.lock import LockedEp
 from bundler.closure.plan import EdgeKind, Plan
 from bundler.closure.vcruntime import VC_RUNTIME_DLLS
 from bundler.errors import IntegrityError, MissingDependenciesError
@@ -150,7 +150,7 @@ def require_pack_closure(
         )
 
 
-def locked_packs(packs: Sequence[EpPack], placed: Sequence[Placed]) -> tuple[LockedPack, ...]:
+def locked_packs(packs: Sequence[EpPack], placed: Sequence[Placed]) -> tuple[LockedEp, ...]:
     """The lock's record of each pack: what the app registers, where, and its size here."""
     sizes: dict[str, int] = {}
     for placement, source in placed:
@@ -158,7 +158,7 @@ def locked_packs(packs: Sequence[EpPack], placed: Sequence[Placed]) -> tuple[Loc
             folder = placement.name.rsplit("/", 1)[0]
             sizes[folder] = sizes.get(folder, 0) + placement.size
     return tuple(
-        LockedPack(
+        LockedEp(
             name=pack.name,
             package=pack.source.pip.package,
             version=pack.source.pip.version,

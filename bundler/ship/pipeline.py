@@ -244,8 +244,8 @@ def _deploy(
     hashes = placement_hashes(placed, out, previous, cache, counters)
     require_pins(placed, hashes)  # an EP pack's files against their manifest's SHA-256
     lock = with_gpu_code(_lock(plan, profile, mode, placed, hashes, options), placed, previous)
-    lock = replace(with_pruning(lock, pruning), packs=locked_packs(packs, placed))
-    lock = replace(lock, pack=runtime_pack(lock.files))
+    lock = replace(with_pruning(lock, pruning), eps=locked_packs(packs, placed))
+    lock = replace(lock, runtime_pack=runtime_pack(lock.files))
     if options.locked:
         _check_locked(out, previous, lock)
     result = BuildResult(out, plan, lock, deployment, counters, options.dry_run)
