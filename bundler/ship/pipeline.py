@@ -67,6 +67,7 @@ from bundler.target.profiles import Profile, load_profile
 from bundler.target.system import load_system_policy
 
 if TYPE_CHECKING:  # bundler.ship.archive (py7zr) is imported only when --archive asks for it
+    from bundler.binary.pe import PEInfo
     from bundler.eps.plugins import EpPack
     from bundler.ship.archive import ArchiveResult
 
@@ -126,14 +127,27 @@ class BuildResult:
     pruning: Pruning | None = None  # --model: what was left out, or why nothing
 
 
-def build(options: BuildOptions, report: Reporter, templates: Templates) -> BuildResult:
-    """`templates` renders the setup script and the post-build files (the CLI makes it from
-    options.cache_dir)."""
-    options = replace(options, exe=as_listed(options.exe))  # HELLO.EXE ships as hello.exe
+@dataclass(frozen=True)
+class Preflight:
+    """What a build established before any download: its inputs read, its settings checked."""
+
+    profile: Profile
+    app: PEInfo
+    out: Path
+    mode: str  # how the VC++ runtime ships: app-local or installer
+    packs: tuple[EpPack, ...]
+    models: tuple[ModelOps, ...]
+
+
+def preflight(options: BuildOptions) -> Preflight:
+    """The one validation step of a build: every input it reads (the exe, the models, the
+    lock file already there) and every setting it takes (the VC++ runtime, the installer, the
+    GPU targets, the archive, the EP packs) fails here, before any download."""
     profile = load_profile(options.profile)
-    ort, picked = ort_version(profile), options.options
-    packs = chosen_packs(options.eps, profile.name, profile.architecture, ort, picked)
-    (app,) = read_inputs([options.exe], profile, options.search)  # before any download
+    packs = chosen_packs(
+        options.eps, profile.name, profile.architecture, ort_version(profile), options.options
+    )
+    (app,) = read_inputs([options.exe], profile, options.search)
     out = options.out or options.exe.parent
     mode = options.vc_runtime or profile.vc_runtime
     if options.vc_runtime is None:  # the profile's decides: say so
@@ -142,25 +156,49 @@ def build(options: BuildOptions, report: Reporter, templates: Templates) -> Buil
         raise ConfigError(
             "--vc-runtime installer needs --vc-redist PATH (the vc_redist.x64.exe to ship)."
         )
-    options.installer.checked(mode)  # invalid installer settings fail before any work
+    options.installer.checked(mode)
     for target in options.gpu_targets(profile):
-        parse_target(target)  # a misspelt GPU fails before any work
+        parse_target(target)  # a misspelt GPU
     if options.archive is not None:
         from bundler.ship.archive import archive_format
 
-        archive_format(options.archive)  # a wrong suffix fails before any work
-    models = [read_model_ops(path) for path in options.models]  # a bad model fails first
-    read_lock(out / LOCK_NAME)  # a bad lock fails before any download (read again to deploy)
+        archive_format(options.archive)  # a wrong suffix
+    models = tuple(read_model_ops(path) for path in options.models)
+    read_lock(out / LOCK_NAME)  # a bad lock (read again to deploy: another build may run)
+    return Preflight(profile, app, out, mode, tuple(packs), models)
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A build decided and ready to deploy: what goes where, and what it was decided with."""
+
+    options: BuildOptions
+    checked: Preflight
+    plan: Plan
+    placed: list[Placed]
+    cache: Cache
+    progress: ProgressFactory
+    pruning: Pruning | None
+
+
+def build(options: BuildOptions, report: Reporter, templates: Templates) -> BuildResult:
+    """`templates` renders the setup script and the post-build files (the CLI makes it from
+    options.cache_dir)."""
+    options = replace(options, exe=as_listed(options.exe))  # HELLO.EXE ships as hello.exe
+    checked = preflight(options)
+    profile, packs, mode, out = checked.profile, checked.packs, checked.mode, checked.out
     cache = Cache(options.cache_dir, report)
     acquired = acquire_profile(with_packs(profile, packs), cache, options.acquire, report)
     acquired, trees = acquired[: len(profile.artifacts)], acquired[len(profile.artifacts) :]
     search = list(options.search) + dll_search_path(acquired)
     plan = resolve(
-        [app], profile, load_system_policy(), search, app_folders_first=False, unreadable="error"
-    )
+        [checked.app], profile, load_system_policy(), search, app_folders_first=False,
+        unreadable="error",
+    )  # fmt: skip
     plan = apply_vc_runtime_policy(attach_provenance(plan, acquired), mode)
     require_fit(plan, profile)  # a pin of another version than the DLLs import: exit 21
     require_complete(plan)
+    models = list(checked.models)
     pruning = prune_for(plan, profile, models, options) if models else None
     plan = apply_pruning(plan, pruning) if pruning else plan
     if profile.signatures == "verify":
@@ -171,14 +209,14 @@ def build(options: BuildOptions, report: Reporter, templates: Templates) -> Buil
     require_pack_closure(packs, plan, load_system_policy(), profile, mode)
     placed = placements(plan, profile, acquired, options, out)
     placed += pack_placements(packs, trees, acquired, plan, mode)
-    deploy = (options, out, plan, profile, mode, placed, cache, report.progress, pruning, packs)
+    staged = Staged(options, checked, plan, placed, cache, report.progress, pruning)
     if options.dry_run:
-        return _deploy(*deploy)
+        return _deploy(staged)
     # the old lock is read again inside: another build may have run
     with output_lock(out, report.note):
-        result = _deploy(*deploy)
+        result = _deploy(staged)
         shipped = with_packs(profile, packs)  # the SBOM names each pack's pin and licence
-        _write_views(options, out, shipped, app.name, result, report.progress, templates)
+        _write_views(options, out, shipped, checked.app.name, result, report.progress, templates)
     return result
 
 
@@ -221,20 +259,11 @@ def measured_source(
     return MeasuredSource(app)
 
 
-def _deploy(
-    options: BuildOptions,
-    out: Path,
-    plan: Plan,
-    profile: Profile,
-    mode: str,
-    placed: list[Placed],
-    cache: Cache,
-    progress: ProgressFactory,
-    pruning: Pruning | None = None,
-    packs: Sequence[EpPack] = (),
-) -> BuildResult:
+def _deploy(staged: Staged) -> BuildResult:
     """Decide against the lock file as it is now, then (unless --dry-run) place the files
     and write the lock last, so that the lock always describes complete files."""
+    options, plan, placed, cache = staged.options, staged.plan, staged.placed, staged.cache
+    profile, mode, out = staged.checked.profile, staged.checked.mode, staged.checked.out
     previous = read_lock(out / LOCK_NAME)
     sizes = {item.name: item.size for item in previous.files} if previous else {}
     deployment = plan_deployment(
@@ -244,17 +273,20 @@ def _deploy(
     hashes = placement_hashes(placed, out, previous, cache, counters)
     require_pins(placed, hashes)  # an EP pack's files against their manifest's SHA-256
     lock = with_gpu_code(_lock(plan, profile, mode, placed, hashes, options), placed, previous)
-    lock = replace(with_pruning(lock, pruning), eps=locked_packs(packs, placed))
+    lock = replace(
+        with_pruning(lock, staged.pruning), eps=locked_packs(staged.checked.packs, placed)
+    )
     lock = replace(lock, runtime_pack=runtime_pack(lock.files))
     if options.locked:
         _check_locked(out, previous, lock)
     result = BuildResult(out, plan, lock, deployment, counters, options.dry_run)
     result.settings = options.options.report()
-    result.pruning = pruning
+    result.pruning = staged.pruning
     if options.dry_run:
         return result
     size = deployment.bytes_to_write
-    apply(deployment, counters, progress(f"deploying into {out}", size) if size else None)
+    bar = staged.progress(f"deploying into {out}", size) if size else None
+    apply(deployment, counters, bar)
     write_lock(out / LOCK_NAME, lock)
     return result
 
