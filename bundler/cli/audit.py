@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -89,10 +87,7 @@ def audit(
     cache_dir: CacheDirOption = None,
 ) -> None:
     """Check a shipped folder as the target machine will see it; exit 17 on errors."""
-    from bundler.audit.judge import as_archived, is_archive, refuse_source_folder, with_signatures
-    from bundler.audit.judge import audit as run_audit
-    from bundler.audit.junit import write_junit
-    from bundler.audit.suppressions import parse_suppression
+    from bundler.audit.request import AuditRequest, perform
     from bundler.cli import audit_views
 
     if trust is not None:
@@ -105,34 +100,14 @@ def audit(
             "--trust checks one signed .exe or .dll for now (a folder: not yet).",
             param_hint="--trust",
         )
-    rules = [parse_suppression(text) for text in ignore or ()]
     picked = Options()  # the cache folder, for --run's Wine prefix and --html's templates
     cache = _cache_folder(cache_dir, picked) if run or html is not None else None
-    if not is_archive(path):
-        refuse_source_folder(path, profile)  # the hint first, not below 24 findings
-    with _audit_target(path) as (target, inner):
-        report = run_audit(target, profile, rules, verify=verify)
-        if signatures:
-            report = with_signatures(report, rules)
-        if run:
-            from bundler.audit.loadrun import prove_load
-
-            report = prove_load(
-                report,
-                tuple(run_args or ()),
-                ignore=rules,
-                cache_dir=cache,
-                note=session.of(ctx).reporter.note,
-            )
-        if inner is not None:
-            report = as_archived(report, path, inner)
-    if junit is not None:
-        write_junit(report, junit, strict)
-    if html is not None:
-        from bundler.audit.html import write_html
-        from bundler.render.engine import Templates
-
-        write_html(Templates(cache), report, html)
+    request = AuditRequest(
+        path, profile, ignore=tuple(ignore or ()), verify=verify, signatures=signatures,
+        run=run, run_args=tuple(run_args or ()), junit=junit, html=html, strict=strict,
+        cache_dir=cache,
+    )  # fmt: skip
+    report = perform(request, session.of(ctx).reporter.note)
     if explain_dll is not None:
         _print_explanation(report, explain_dll, as_json)
         return
@@ -147,18 +122,6 @@ def _cache_folder(flag: Path | None, picked: Options) -> Path:
     from bundler.cli.origins import cache_folder
 
     return cache_folder(flag, picked)
-
-
-@contextmanager
-def _audit_target(path: Path) -> Iterator[tuple[Path, str | None]]:
-    """PATH itself, or for an archive its unpacked folder (and the folder's path inside)."""
-    from bundler.audit.judge import is_archive, unpacked
-
-    if not is_archive(path):
-        yield path, None
-        return
-    with unpacked(path) as (target, inner):
-        yield target, inner
 
 
 def _audit_one_signature(path: Path, trust: Path) -> None:
