@@ -24,18 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.run import (
-    EXE,
-    REPO,
-    Data,
-    _gpu,
-    _msbuild_command,
-    _output,
-    bundle,
-    bundle_env,
-    prepare,
-    run,
-)
+from benchmarks.harness import EXE, REPO, Data, bundle, bundle_env, gpu_args, output, run
+from benchmarks.run import _msbuild_command, prepare
 from tools.fetch_test_wheels import default_cache
 
 
@@ -46,7 +36,7 @@ def commands(data: Data, side: str) -> dict[str, list[str]]:
     return {
         "P1 bundle audit of the GPU folder": bundle("audit", str(data.reference)),
         "P3 no-op rebuild": bundle(
-            "build", str(EXE), *_gpu(data.cache), "--copy", "--out", str(out / "p3"), "--json"
+            "build", str(EXE), *gpu_args(data.cache), "--copy", "--out", str(out / "p3"), "--json"
         ),
         "P3 start: bundle --version": bundle("--version"),
         "P7 bundle render iss": bundle(
@@ -102,7 +92,7 @@ def main() -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     print("preparing the GPU data (benchmarks/run.py's) ...", flush=True)
     data = prepare(args.work)
-    _output(bundle("--version"))
+    output(bundle("--version"))
     with tempfile.TemporaryDirectory(prefix="compare-", dir=args.work) as scratch:
         base = Path(scratch) / "base"
         git = ["git", "-C", str(REPO)]

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from benchmarks.run import Data, Row, Sample
+    from benchmarks.harness import Data, Row, Sample
 
 SEVEN_ZIP = ("7z", "a", "-bd", "-mx5", "-mmt=on")
 # Inno's own knobs: each variant's lines replace those of the rendered [Setup] (the rendered
@@ -50,7 +50,7 @@ def payload(folder: Path) -> list[str]:
 
 def seven_zip(data: Data, target: Path) -> tuple[Sample, int]:
     """The yardstick: 7-Zip at its default level with every core, on the payload's files."""
-    from benchmarks.run import run
+    from benchmarks.harness import run
 
     target.unlink(missing_ok=True)
     names = data.work / "payload.txt"
@@ -65,7 +65,7 @@ def seven_zip(data: Data, target: Path) -> tuple[Sample, int]:
 
 
 def p9_iscc(data: Data, repeat: int) -> list[Row]:
-    from benchmarks.run import Row
+    from benchmarks.harness import Row
     from tests.support.inno import InnoSetup, Xvfb, iscc_path
 
     scratch = Path(tempfile.mkdtemp(prefix="p9-", dir=data.work))
@@ -92,13 +92,13 @@ def p9_iscc(data: Data, repeat: int) -> list[Row]:
 
 
 def p10_archive(data: Data, repeat: int) -> list[Row]:
-    from benchmarks.run import EXE, Row, _gpu, bundle, run
+    from benchmarks.harness import EXE, Row, bundle, gpu_args, run
 
     scratch = Path(tempfile.mkdtemp(prefix="p10-", dir=data.work))
     try:
         yard, yard_size = seven_zip(data, scratch / "yardstick.7z")
         archive = scratch / "bundle.7z"
-        build = bundle("build", str(EXE), *_gpu(data.cache), "--link", "--out")
+        build = bundle("build", str(EXE), *gpu_args(data.cache), "--link", "--out")
         sample = run([*build, str(scratch / "out"), "--archive", str(archive)])
         row = Row("P10", "bundle build --link --archive .7z", "<= 1.5x", limit=1.5)
         row.command, row.yardstick, row.yardstick_name = [sample], [yard], "7z a -mx5"
@@ -110,7 +110,7 @@ def p10_archive(data: Data, repeat: int) -> list[Row]:
 
 def _render(data: Data, scratch: Path) -> Path:
     """setup.iss of the reference bundle, as `bundle render iss` writes it."""
-    from benchmarks.run import bundle
+    from benchmarks.harness import bundle
 
     script = data.reference / "setup.iss"
     lock = data.reference / "bundle.lock.json"
@@ -128,7 +128,7 @@ def _with_directives(script: Path, target: Path, lines: Sequence[str]) -> None:
 
 
 def _compile(harness: object, script: Path, output: Path) -> tuple[Sample, int]:
-    from benchmarks.run import run
+    from benchmarks.harness import run
     from tests.support.inno import InnoSetup
 
     assert isinstance(harness, InnoSetup)

@@ -25,25 +25,37 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import zipfile
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-# benchmarks/compression.py imports from here: one module, whether run as a script or not.
-sys.modules.setdefault("benchmarks.run", sys.modules[__name__])
-
 from benchmarks import compression, runtime_pack, windows  # noqa: E402
+from benchmarks.harness import (  # noqa: E402
+    EXE,
+    PROFILE,
+    PYTHON,
+    WINDOWS,
+    Data,
+    Failed,
+    Row,
+    Sample,
+    bundle,
+    bundle_env,
+    fresh,
+    gpu_args,
+    output,
+    quiet_disk,
+    run,
+    warm,
+)
 from bundler.disk.files import FICLONE  # noqa: E402
 from bundler.errors import BundleError  # noqa: E402
 from bundler.target.profiles import PipSource, UrlSource, load_profile  # noqa: E402
 from tools.fetch_test_wheels import default_cache, dll_folder, pinned_wheels  # noqa: E402
 
-PROFILE = "ort-1.19.2-gpu-cuda12"
-EXE = REPO / "examples" / "hello" / "hello.exe"
 OBJDUMP = "x86_64-w64-mingw32-objdump"
 DLLTOOL = "x86_64-w64-mingw32-dlltool"
 # What one hashlib pass over the archives costs in a process of its own: P5's yardstick.
@@ -58,122 +70,7 @@ for name in sys.argv[1:]:
 """
 
 
-@dataclass
-class Sample:
-    wall: float  # seconds
-    cpu: float  # user + system seconds of the process and its children
-    rss_mb: float  # peak resident set of the process (largest of its children too)
-
-
-@dataclass
-class Row:
-    """One target: the command's samples, its yardstick's (paired by index) or an absolute
-    limit, and the verdict."""
-
-    key: str
-    what: str
-    target: str
-    command: list[Sample] = field(default_factory=list)
-    yardstick: list[Sample] = field(default_factory=list)
-    yardstick_name: str = ""
-    limit: float | None = None  # the highest ratio, seconds or MB that passes
-    unit: str = "ratio"  # "ratio" (command / yardstick), "s" (wall), "MB" (peak RSS)
-    note: str = ""
-    size_ratio: float | None = None  # P9, P10: output size / the yardstick's
-    size_limit: float | None = None
-
-    def value(self) -> float:
-        if self.unit == "MB":
-            return max(sample.rss_mb for sample in self.command)
-        if self.unit == "s":
-            return statistics.median(sample.wall for sample in self.command)
-        pairs = zip(self.command, self.yardstick, strict=True)
-        return statistics.median(ours.wall / theirs.wall for ours, theirs in pairs)
-
-    def passed(self) -> bool | None:
-        if not self.command or self.limit is None:
-            return None
-        sized = self.size_ratio is not None and self.size_limit is not None
-        if sized and self.size_ratio > self.size_limit:  # type: ignore[operator]
-            return False
-        return self.value() <= self.limit
-
-
-class Failed(Exception):
-    """A command of the benchmark itself failed: the numbers would mean nothing."""
-
-
-def run(command: Sequence[str], env: dict[str, str] | None = None) -> Sample:
-    """One whole process, timed from start to exit; rusage from wait4 (this process only,
-    including what it waited for). Output goes to temporary files, except for the Windows
-    Python (--windows): under Wine a Windows process whose standard handle is a file dies at
-    start-up (tests/support/winpython.py), so it writes to /dev/null and, on failure, runs
-    again for the message."""
-    windows = command[: len(PYTHON)] == PYTHON and bool(WINDOWS)
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        sink = subprocess.DEVNULL if windows else out
-        start = time.perf_counter()
-        process = subprocess.Popen(list(command), stdout=sink, stderr=sink, env=env)
-        _, status, usage = os.wait4(process.pid, 0)
-        wall = time.perf_counter() - start
-        process.returncode = os.waitstatus_to_exitcode(status)
-        if process.returncode != 0:
-            if windows:
-                _output(list(command))  # raises Failed with bundle's message
-            err.seek(0)
-            tail = err.read().decode(errors="replace").strip().splitlines()[-3:]
-            raise Failed(f"{shlex.join(command)} exited {process.returncode}: {' / '.join(tail)}")
-    return Sample(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
-
-
-PYTHON = [sys.executable]  # --python: the interpreter (an environment) that runs bundle
-WINDOWS: dict[str, str] = {}  # --windows: the environment of the Windows Python under Wine
-
-
-def bundle(*args: str) -> list[str]:
-    """The CLI as a user starts it, from this checkout whatever is installed; for the Windows
-    Python every absolute path is spelled as Windows sees it (Z:\\...)."""
-    if WINDOWS:
-        args = tuple("Z:" + arg.replace("/", "\\") if arg.startswith("/") else arg for arg in args)
-    return [*PYTHON, "-m", "bundler", *args]
-
-
-def warm(paths: Sequence[Path]) -> None:
-    """Read files once, untimed, so every timed run finds them in the page cache."""
-    for path in paths:
-        with path.open("rb") as handle:
-            while handle.read(1 << 24):
-                pass
-
-
-def bundle_env() -> dict[str, str]:
-    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "PYTHONPATH": path, **WINDOWS}
-    env.pop("BUNDLE_DEBUG", None)
-    return env
-
-
-def quiet_disk() -> None:
-    """Write back what earlier runs left dirty, so it is not flushed during the next one, and
-    let the filesystem settle (freeing a removed 2.6 GB folder goes on after unlink)."""
-    os.sync()
-    time.sleep(1)
-
-
-def fresh(path: Path) -> Path:
-    shutil.rmtree(path, ignore_errors=True)
-    return path
-
-
 # --- the data ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Data:
-    work: Path
-    cache: Path  # a complete cache of the GPU profile (archives and extracted trees)
-    reference: Path  # a --link build: the cache's own files, the yardstick copies those
-    blobs: tuple[Path, ...]  # the archives of the profile, in the cache
 
 
 def prepare(work: Path) -> Data:
@@ -195,7 +92,7 @@ def prepare(work: Path) -> Data:
     subprocess.run(fetch, env=pip_env, check=True, capture_output=True)
     reference = work / "reference"
     if not (reference / "bundle.lock.json").is_file():
-        _output(bundle("build", str(EXE), *_gpu(cache), "--link", "--out", str(reference)))
+        output(bundle("build", str(EXE), *gpu_args(cache), "--link", "--out", str(reference)))
     store = cache / "blobs" / "sha256"
     blobs = tuple(store / s.sha256 for s in _pip_sources() if (store / s.sha256).is_file())
     return Data(work, cache, reference, blobs)
@@ -205,10 +102,6 @@ def _pip_sources() -> list[PipSource]:
     """The pinned wheels of the GPU profile: what the benchmark's cache is made of."""
     artifacts = load_profile(PROFILE).artifacts
     return [s for a in artifacts for s in a.sources if isinstance(s, PipSource)]
-
-
-def _gpu(cache: Path) -> list[str]:
-    return ["--profile", PROFILE, "--offline", "--cache-dir", str(cache)]
 
 
 def blobs_only(data: Data, cache: Path) -> Path:
@@ -257,7 +150,7 @@ def p2_build(data: Data, repeat: int, link: bool) -> Row:
         fresh(out)
         fresh(copy)
         quiet_disk()
-        build = bundle("build", str(EXE), *_gpu(data.cache), *flag, "--out", str(out))
+        build = bundle("build", str(EXE), *gpu_args(data.cache), *flag, "--out", str(out))
         row.command.append(run(build, bundle_env()))
         quiet_disk()
         row.yardstick.append(run(["cp", "-r", str(data.reference), str(copy)]))
@@ -268,13 +161,13 @@ def p2_build(data: Data, repeat: int, link: bool) -> Row:
 
 def p3_noop(data: Data, repeat: int) -> tuple[Row, Row]:
     out = data.work / "p3" / "out"
-    build = bundle("build", str(EXE), *_gpu(data.cache), "--copy", "--out", str(out), "--json")
+    build = bundle("build", str(EXE), *gpu_args(data.cache), "--copy", "--out", str(out), "--json")
     if not (out / "bundle.lock.json").is_file():
-        _output(build)
+        output(build)
     row = Row("P3", "no-op rebuild of a copied bundle", "<= 0.30 s", limit=0.3, unit="s")
     for _ in range(repeat):
         row.command.append(run(build, bundle_env()))
-    counters = json.loads(_output(build))["counters"]
+    counters = json.loads(output(build))["counters"]
     if counters["copied"] or counters["linked"] or counters["hashed"]:
         row.note = f"not a no-op: {counters}"
         row.limit = 0.0
@@ -283,13 +176,6 @@ def p3_noop(data: Data, repeat: int) -> tuple[Row, Row]:
         startup.command.append(run(bundle("--version"), bundle_env()))
     fresh(out)
     return row, startup
-
-
-def _output(command: list[str]) -> str:
-    done = subprocess.run(command, env=bundle_env(), capture_output=True, text=True)
-    if done.returncode != 0:
-        raise Failed(f"{shlex.join(command)} exited {done.returncode}: {done.stderr.strip()}")
-    return done.stdout
 
 
 def p4_extract(data: Data, repeat: int) -> Row:
@@ -301,7 +187,7 @@ def p4_extract(data: Data, repeat: int) -> Row:
     for _ in range(repeat):
         blobs_only(data, cache)
         quiet_disk()
-        row.command.append(run(bundle("fetch", *_gpu(cache)), bundle_env()))
+        row.command.append(run(bundle("fetch", *gpu_args(cache)), bundle_env()))
         fresh(unzipped).mkdir(parents=True)
         quiet_disk()
         row.yardstick.append(run(["sh", "-c", script]))
@@ -337,7 +223,7 @@ def p5_verify(data: Data, repeat: int) -> Row:
     once = [sys.executable, "-c", HASH_ONCE, *(str(blob) for blob in data.blobs)]
     warm(data.blobs)
     for _ in range(repeat):
-        row.command.append(run(bundle("fetch", *_gpu(data.cache), "--verify"), bundle_env()))
+        row.command.append(run(bundle("fetch", *gpu_args(data.cache), "--verify"), bundle_env()))
         row.yardstick.append(run(once))
     return row
 
@@ -348,7 +234,7 @@ def p6_rss(data: Data, repeat: int) -> Row:
     for _ in range(repeat):
         blobs_only(data, cache)
         fresh(out)
-        build = bundle("build", str(EXE), *_gpu(cache), "--out", str(out))
+        build = bundle("build", str(EXE), *gpu_args(cache), "--out", str(out))
         row.command.append(run(build, bundle_env()))
     fresh(cache)
     fresh(out)
@@ -368,7 +254,7 @@ def p7_render(data: Data, repeat: int) -> list[Row]:
     for name, command in commands.items():
         what = f"bundle render {name}" if name != "msbuild" else "bundle msbuild (unchanged)"
         row = Row(f"P7 {name}", what, "<= 0.30 s", limit=0.3, unit="s")
-        _output(command)  # the first run lays out (msbuild) or warms up
+        output(command)  # the first run lays out (msbuild) or warms up
         for _ in range(repeat):
             row.command.append(run(command, bundle_env()))
         rows.append(row)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from benchmarks.run import Data, Row, Sample
+    from benchmarks.harness import Data, Row, Sample
 
 URL = "https://downloads.example.com/hello/packs"  # never asked: P12 only compiles
 SECOND_LIMIT_S = 10.0
@@ -33,7 +33,7 @@ INSTALL_DIR = "C:\\P12"
 
 
 def p12_second_release(data: Data, repeat: int) -> list[Row]:
-    from benchmarks.run import Row, run
+    from benchmarks.harness import Row, run
     from tests.support.inno import InnoSetup, Xvfb, iscc_path
 
     scratch = Path(tempfile.mkdtemp(prefix="p12-", dir=data.work))
@@ -87,20 +87,20 @@ def p12_second_release(data: Data, repeat: int) -> list[Row]:
 def _release(data: Data, scratch: Path, name: str, extra: bytes) -> Path:
     """`bundle build --link --runtime-pack` of examples/hello (its exe with `extra` appended)
     into scratch/name, from the benchmark's GPU cache."""
-    from benchmarks.run import EXE, _gpu, bundle, run
+    from benchmarks.harness import EXE, bundle, gpu_args, run
 
     app = scratch / f"{name}-app"
     app.mkdir()
     (app / EXE.name).write_bytes(EXE.read_bytes() + extra)
     out = scratch / name
-    build = bundle("build", str(app / EXE.name), *_gpu(data.cache), "--link", "--out", str(out))
+    build = bundle("build", str(app / EXE.name), *gpu_args(data.cache), "--link", "--out", str(out))
     run([*build, "--runtime-pack", "--pack-url", URL])
     return out
 
 
 def _compile(harness: object, script: Path, output: Path, packs: str) -> tuple[Sample, int]:
     """ISCC /Q of `script` with the pack cache `packs`; the size of what it wrote."""
-    from benchmarks.run import run
+    from benchmarks.harness import run
     from tests.support.inno import InnoSetup
 
     assert isinstance(harness, InnoSetup)
@@ -117,7 +117,7 @@ def _compile(harness: object, script: Path, output: Path, packs: str) -> tuple[S
 def _install(harness: object, output: Path, log: Path) -> Sample:
     """The setup ISCC wrote into `output`, run silently into INSTALL_DIR (exit code 0, or
     Failed); the runtime must be there after it."""
-    from benchmarks.run import Failed, run
+    from benchmarks.harness import Failed, run
     from tests.support.inno import InnoSetup
 
     assert isinstance(harness, InnoSetup)

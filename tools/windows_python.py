@@ -285,12 +285,11 @@ def windows_version(minor: str, folder: Path) -> str | None:
     if shutil.which("wine") is None:
         return None
     from tests.support.wine import Wine
-    from tests.support.winpython import WinPython
 
     with tempfile.TemporaryDirectory(prefix="winpython-") as scratch:
         wine = Wine(Path(scratch) / "prefix")
-        try:
-            done = WinPython(minor, folder, wine).python("-c", "import sys; print(sys.version)")
+        try:  # the interpreter alone: what the tier adds (tests/support/winpython.py) is not needed
+            done = wine.program(folder / "python.exe", "-c", "import sys; print(sys.version)")
         finally:
             wine.stop()
     if done.returncode != 0:
