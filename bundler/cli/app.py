@@ -110,13 +110,12 @@ RenderConfigOption = Annotated[
 SourceOption = Annotated[
     str, typer.Option("--source", help="auto (url, then pip, then dir), url, pip or dir.")
 ]
-AllowHttpOption = Annotated[bool, typer.Option("--allow-http", help="Allow plain-http:// mirrors.")]
+# Declared once, here: a command takes them as these aliases, or in bundler.cli.groups' Sources.
+ALLOW_HTTP = typer.Option("--allow-http", help="Allow plain-http:// mirrors.")
+AllowHttpOption = Annotated[bool, ALLOW_HTTP]
 
 
-CacheDirOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--cache-dir",
-        help="Download cache (default: $BUNDLE_CACHE_DIR or the user cache).",
-    ),
-]
+CACHE_DIR = typer.Option(
+    "--cache-dir", help="Download cache (default: $BUNDLE_CACHE_DIR or the user cache)."
+)
+CacheDirOption = Annotated[Path | None, CACHE_DIR]

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar
 
 import typer
 
+from bundler.cli.app import ALLOW_HTTP, CACHE_DIR
+
 if TYPE_CHECKING:
     from bundler.acquire.artifacts import AcquireOptions
     from bundler.config.options import Options
@@ -38,16 +40,12 @@ class Sources:
     """Where a command's archives come from: --cache-dir, --mirror, --offline, --allow-http."""
 
     panel: ClassVar[str] = "Where archives come from"
-    cache_dir: Path | None = _flag(
-        None,
-        "--cache-dir",
-        "Download cache (default: $BUNDLE_CACHE_DIR or the user cache).",
-    )
+    cache_dir: Path | None = field(default=None, metadata={"option": CACHE_DIR})
     mirror: list[str] | None = _flag(
         None, "--mirror", "Folder or URL holding the archives by name (repeatable)."
     )
     offline: bool = _flag(False, "--offline", "No network: cache, mirror folders, local installs.")
-    allow_http: bool = _flag(False, "--allow-http", "Allow plain-http:// mirrors.")
+    allow_http: bool = field(default=False, metadata={"option": ALLOW_HTTP})
 
     def root(self, picked: Options | None = None) -> Path:
         """The command's cache folder: --cache-dir, else $BUNDLE_CACHE_DIR, else the user's,
