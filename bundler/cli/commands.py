@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import traceback
+from collections.abc import Callable, Iterator
 from inspect import cleandoc
 from typing import Any
 
@@ -107,21 +108,38 @@ def command() -> Any:
     root = typer.main.get_command(app)
     _unwrap(root)
     if _rich_help(root):
-        _escape_when_shown(root, root)
+        _escape_when_shown(root)
     return root
 
 
 def _unwrap(command: Any) -> None:
-    for attribute in ("help", "short_help"):
-        if getattr(command, attribute, None):
-            setattr(command, attribute, paragraphs(getattr(command, attribute)))
-    for param in command.params:
-        if getattr(param, "help", None):
-            param.help = paragraphs(param.help)
+    _rewrite_help(command, paragraphs)
+    for param in _tree_params(command):
         if param.param_type_name == "argument" and param.metavar:
             _plain_usage(param)
+
+
+def _rewrite_help(root: Any, rewrite: Callable[[str], str]) -> None:
+    """Every help text of the tree under `root` (commands' help and short help, parameters'
+    help) replaced by `rewrite` of it."""
+    for command in _tree(root):
+        for attribute in ("help", "short_help"):
+            if getattr(command, attribute, None):
+                setattr(command, attribute, rewrite(getattr(command, attribute)))
+    for param in _tree_params(root):
+        if getattr(param, "help", None):
+            param.help = rewrite(param.help)
+
+
+def _tree(command: Any) -> Iterator[Any]:
+    yield command
     for sub in getattr(command, "commands", {}).values():
-        _unwrap(sub)
+        yield from _tree(sub)
+
+
+def _tree_params(root: Any) -> Iterator[Any]:
+    for command in _tree(root):
+        yield from command.params
 
 
 def _rich_help(command: Any) -> bool:
@@ -135,37 +153,28 @@ def _rich_help(command: Any) -> bool:
     return bool(has_rich) and getattr(command, "rich_markup_mode", None) == "rich"
 
 
-def _escape_when_shown(command: Any, root: Any) -> None:
+def _escape_when_shown(root: Any) -> None:
     """Every command's help, when shown, first escapes the markup of the whole tree (a group's
     help shows its commands' short help), once."""
-    show = command.format_help
+    escaped: list[bool] = []
 
+    def escape_once() -> None:
+        if not escaped:
+            from rich.markup import escape
+
+            _rewrite_help(root, escape)
+            escaped.append(True)
+
+    for command in _tree(root):
+        command.format_help = _after(escape_once, command.format_help)
+
+
+def _after(first: Callable[[], None], show: Callable[..., Any]) -> Callable[..., Any]:
     def format_help(ctx: Any, formatter: Any) -> Any:
-        _escape_markup(root)
+        first()
         return show(ctx, formatter)
 
-    command.format_help = format_help
-    for sub in getattr(command, "commands", {}).values():
-        _escape_when_shown(sub, root)
-
-
-def _escape_markup(root: Any) -> None:
-    if getattr(root, "_bundle_markup_escaped", False):
-        return
-    from rich.markup import escape
-
-    def walk(command: Any) -> None:
-        for attribute in ("help", "short_help"):
-            if getattr(command, attribute, None):
-                setattr(command, attribute, escape(getattr(command, attribute)))
-        for param in command.params:
-            if getattr(param, "help", None):
-                param.help = escape(param.help)
-        for sub in getattr(command, "commands", {}).values():
-            walk(sub)
-
-    walk(root)
-    root._bundle_markup_escaped = True
+    return format_help
 
 
 def _plain_usage(argument: Any) -> None:
