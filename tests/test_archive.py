@@ -20,7 +20,6 @@ from pathlib import Path
 
 import py7zr
 import pytest
-from py7zr.io import HashIOFactory
 
 from bundler.closure.lock import LOCK_NAME, Lock, LockedFile
 from bundler.closure.lockfile import read_lock, write_lock
@@ -36,6 +35,7 @@ from bundler.ship.archive import archive_format, write_archive
 from bundler.ship.readback import verify_archive
 from bundler.ship.sevenzip import BLOCK, THREADS
 from tests.conftest import REPO, require
+from tests.support.archives import read_back, sha256
 
 FORMATS = [".zip", ".7z"]
 STEM = "hello-1.2.0"
@@ -50,10 +50,6 @@ CONTENT = {
 }
 APP = b"MZ hello.exe built in place " * 50
 NOT_PAYLOAD = {"setup.iss": b"[Setup]\n", "notes.txt": b"not shipped\n", "old.zip": b"PK junk"}
-
-
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def make_bundle(folder: Path, wrong_hash_for: str | None = None) -> Lock:
@@ -80,18 +76,6 @@ def expected_members(folder: Path) -> dict[str, str]:
     """Archive name -> SHA-256 of every payload file, lock file included, in sorted order."""
     payload = {**CONTENT, "hello.exe": APP, LOCK_NAME: (folder / LOCK_NAME).read_bytes()}
     return {f"{STEM}/{name}": sha256(payload[name]) for name in sorted(payload)}
-
-
-def read_back(archive: Path) -> dict[str, str]:
-    """Members in archive order -> SHA-256, read with the stdlib or py7zr's own hasher."""
-    if archive.suffix == ".zip":
-        with zipfile.ZipFile(archive) as handle:
-            return {name: sha256(handle.read(name)) for name in handle.namelist()}
-    with py7zr.SevenZipFile(archive) as handle:
-        names = handle.getnames()
-        factory = HashIOFactory()
-        handle.extractall(factory=factory)
-    return {name: factory.get(name).read().hex() for name in names}
 
 
 def leftovers(folder: Path) -> list[str]:

@@ -9,9 +9,7 @@ patched is always a copy first, never a hard link into the session's cache.
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,99 +21,17 @@ from bundler.audit.checks import CHECKS
 from bundler.audit.judge import audit
 from bundler.audit.loadproof import FINDING_CODES
 from bundler.binary.signatures import FINDING_CODES as SIGNATURE_CODES
-from bundler.closure.lock import LOCK_NAME, Lock, LockedFile
-from bundler.closure.lockfile import write_lock
+from bundler.closure.lock import LOCK_NAME
 from bundler.disk.digest import file_sha256
 from bundler.findings import CATALOGUE, DOCTOR_CODES, Severity
 from bundler.target.profiles import versioned
 from tests.conftest import CPU, DIRECTML, GPU, HELLO, REPO, fetch, pip_env, run_bundle
+from tests.support.audits import audit_cli, codes, found
+from tests.support.builds import broken_copy, build, patched_copy
+from tests.support.locks import lock_for
 from tests.support.pefactory import PESpec, write_pe
-from tests.test_build import build, linked_copy
+from tests.support.synthetic_gpu import PROVIDER, synthetic_gpu
 from tools.findings_page import catalogue_markdown
-
-PROVIDER = "onnxruntime_providers_cuda.dll"
-MSVC = ("MSVCP140.dll", "VCRUNTIME140.dll", "VCRUNTIME140_1.dll")
-VC = {"file_version": (14, 44, 35211, 0), "linker_version": (14, 44)}
-ORT = {"file_version": (1, 19, 24, 903), "linker_version": (14, 40)}
-CUDNN = {"file_version": (9, 1, 0, 70), "linker_version": (14, 20)}
-
-# The real GPU bundle's import graph (docs/field-notes.md#import-graph), as synthetic images.
-SYNTHETIC_GPU: dict[str, PESpec] = {
-    "hello.exe": PESpec(dll=False, imports=("onnxruntime.dll", "KERNEL32.dll")),
-    "onnxruntime.dll": PESpec(imports=(*MSVC, "MSVCP140_1.dll", "ADVAPI32.dll"), **ORT),
-    "onnxruntime_providers_shared.dll": PESpec(imports=("VCRUNTIME140.dll",), **ORT),
-    PROVIDER: PESpec(
-        imports=(
-            "cublasLt64_12.dll",
-            "cublas64_12.dll",
-            "cudnn64_9.dll",
-            "cufft64_11.dll",
-            "cudart64_12.dll",
-            "onnxruntime_providers_shared.dll",
-            *MSVC,
-        ),
-        linker_version=(14, 40),
-    ),
-    "cublas64_12.dll": PESpec(imports=("cublasLt64_12.dll",)),
-    "cublasLt64_12.dll": PESpec(),
-    "cudart64_12.dll": PESpec(),
-    "cufft64_11.dll": PESpec(),
-    "cudnn64_9.dll": PESpec(**CUDNN),
-    "cudnn_graph64_9.dll": PESpec(**CUDNN),
-    "cudnn_ops64_9.dll": PESpec(imports=("cudnn_graph64_9.dll",), **CUDNN),
-    "cudnn_cnn64_9.dll": PESpec(imports=("cudnn_ops64_9.dll", "cudnn_graph64_9.dll"), **CUDNN),
-    "cudnn_adv64_9.dll": PESpec(imports=("cudnn_ops64_9.dll", "cudnn_graph64_9.dll"), **CUDNN),
-    "cudnn_engines_precompiled64_9.dll": PESpec(imports=("cudnn_graph64_9.dll",), **CUDNN),
-    "cudnn_engines_runtime_compiled64_9.dll": PESpec(imports=("cudnn_graph64_9.dll",), **CUDNN),
-    "cudnn_heuristic64_9.dll": PESpec(imports=("cudnn_graph64_9.dll",), **CUDNN),
-    "nvrtc64_120_0.dll": PESpec(imports=("USER32.dll", "ADVAPI32.dll")),
-    "nvrtc-builtins64_124.dll": PESpec(),
-    "msvcp140.dll": PESpec(imports=("VCRUNTIME140.dll", "VCRUNTIME140_1.dll"), **VC),
-    "msvcp140_1.dll": PESpec(imports=("MSVCP140.dll", "VCRUNTIME140.dll"), **VC),
-    "vcruntime140.dll": PESpec(**VC),
-    "vcruntime140_1.dll": PESpec(imports=("VCRUNTIME140.dll",), **VC),
-}
-
-
-def synthetic_gpu(folder: Path, without: tuple[str, ...] = (), **extra: PESpec) -> Path:
-    """The synthetic GPU bundle in `folder`, minus `without`, plus `extra` files."""
-    for name, spec in {**SYNTHETIC_GPU, **extra}.items():
-        if name not in without:
-            write_pe(folder / name, spec)
-    return folder
-
-
-def codes(folder: Path, profile: str = GPU) -> list[str]:
-    return [item.code for item in audit(folder, profile).findings]
-
-
-def audit_cli(*args: str) -> tuple[dict[str, object], int]:
-    """`bundle audit ... --json` as a user runs it: the document and the exit code."""
-    result = run_bundle("audit", *args, "--json")
-    assert result.stdout, result.stderr
-    data = json.loads(result.stdout)
-    assert isinstance(data, dict)
-    return data, result.returncode
-
-
-def found(data: dict[str, object]) -> dict[str, list[dict[str, object]]]:
-    """Findings by code."""
-    by_code: dict[str, list[dict[str, object]]] = {}
-    for item in data["findings"]:  # type: ignore[attr-defined]
-        by_code.setdefault(item["code"], []).append(item)
-    return by_code
-
-
-def lock_for(folder: Path, profile: str = GPU, vc_runtime: str = "app-local") -> Path:
-    """A lock file describing `folder` as it is now, the way build writes one."""
-    files = tuple(
-        LockedFile(path.name, "bundled", file_sha256(path), path.stat().st_size)
-        for path in sorted(folder.iterdir())
-        if path.is_file() and path.name != "hello.exe"
-    )
-    write_lock(folder / LOCK_NAME, Lock(profile, "x64", vc_runtime, files, app="hello.exe"))
-    return folder / LOCK_NAME
-
 
 # --- the catalogue --------------------------------------------------------------------------------
 
@@ -389,23 +305,6 @@ def directml_bundle(real_dlls: object, tmp_path_factory: pytest.TempPathFactory)
     result = build(str(HELLO), *args)
     assert result.returncode == 0, result.stderr
     return out
-
-
-def broken_copy(bundle: Path, target: Path, *remove: str) -> Path:
-    """A hard-linked copy of the bundle minus `remove` (unlinking a link leaves the cache)."""
-    linked_copy(bundle, target, without="")
-    for name in remove:
-        (target / name).unlink()
-    return target
-
-
-def patched_copy(original: Path, target: Path) -> Path:
-    """A real copy to patch: a hard link would carry the patch into the session's cache."""
-    if target.exists():
-        target.unlink()
-    shutil.copyfile(original, target)
-    assert target.stat().st_ino != original.stat().st_ino
-    return target
 
 
 @pytest.mark.realdata

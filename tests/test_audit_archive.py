@@ -20,8 +20,10 @@ import pytest
 
 from bundler.closure.lock import LOCK_NAME
 from tests.conftest import GPU, REPO
+from tests.support.audits import audit_cli, codes, found
+from tests.support.locks import lock_for
 from tests.support.pefactory import PESpec
-from tests.test_audit import audit_cli, codes, found, lock_for, synthetic_gpu
+from tests.support.synthetic_gpu import synthetic_gpu
 
 
 def zip_folder(folder: Path, archive: Path, top: str | None = "hello-1.0") -> Path:

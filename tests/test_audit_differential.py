@@ -35,9 +35,9 @@ from bundler.audit.report import AuditReport
 from bundler.closure.plan import Status
 from bundler.findings import Severity
 from tests.conftest import GPU
+from tests.support.builds import linked_copy
+from tests.support.gpu_closure import CUDNN
 from tests.support.wine import Wine, WineRun
-from tests.test_build import linked_copy
-from tests.test_real_closure import CUDNN
 
 PROVIDER = "onnxruntime_providers_cuda.dll"
 SEED = 17  # issue 17; change it only together with the coverage test below

@@ -1,13 +1,13 @@
 """`bundle audit --html FILE`: the audit as one self-contained page.
 
-Two tiers. Synthetic bundles (tests/test_audit.py's images of the real GPU set) pin down what the
-page says: a graph node per file with its status, edges styled by how they load, findings by
-severity, suppressed ones apart, bytes per component, escaping, the same bytes twice. Then a real
-browser, headless Chromium with no network (tests/support/chromium.py), opens the pages made from
-the real
-GPU bundle and a copy missing cudnn64_9.dll: no console message, no request, a screenshot that shows
-the status colours, and a DOM holding the closure docs/field-notes.md#import-graph lists. The
-browser's own checks are first shown to catch a broken page, so their silence means something."""
+Two tiers. Synthetic bundles (tests/support/synthetic_gpu.py's images of the real GPU set) pin
+down what the page says: a graph node per file with its status, edges styled by how they load,
+findings by severity, suppressed ones apart, bytes per component, escaping, the same bytes
+twice. Then a real browser, headless Chromium with no network (tests/support/chromium.py), opens
+the pages made from the real GPU bundle and a copy missing cudnn64_9.dll: no console message, no
+request, a screenshot that shows the status colours, and a DOM holding the closure
+docs/field-notes.md#import-graph lists. The browser's own checks are first shown to catch a
+broken page, so their silence means something."""
 
 from __future__ import annotations
 
@@ -32,19 +32,13 @@ from bundler.closure.plan import Status
 from bundler.errors import OutputError
 from bundler.findings import Severity
 from bundler.render.engine import Templates
-from tests.conftest import DIRECTML, REPO, require
+from tests.conftest import DIRECTML, GPU, REPO, require
+from tests.support.builds import broken_copy
 from tests.support.chromium import CHROMIUM, WINDOW, Image, PageLoad, load_page, read_png, rgb
+from tests.support.gpu_closure import GPU_BUNDLE
 from tests.support.pefactory import PESpec, write_pe
 from tests.support.scratch import scratch
-from tests.test_audit import (
-    GPU,
-    MSVC,
-    PROVIDER,
-    SYNTHETIC_GPU,
-    broken_copy,
-    synthetic_gpu,
-)
-from tests.test_real_closure import GPU_BUNDLE
+from tests.support.synthetic_gpu import MSVC, PROVIDER, SYNTHETIC_GPU, synthetic_gpu
 
 TEMPLATES = Templates(None)  # renders without keeping anything between runs
 

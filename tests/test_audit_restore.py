@@ -24,9 +24,10 @@ from bundler.closure.lockfile import read_lock, write_lock
 from bundler.findings import Severity
 from bundler.target.profiles import available_profiles, load_profile
 from tests.conftest import GPU, HELLO, REPO, run_bundle
+from tests.support.builds import build
+from tests.support.locks import lock_for
 from tests.support.pefactory import PESpec
-from tests.test_audit import PROVIDER, lock_for, synthetic_gpu
-from tests.test_build import build
+from tests.support.synthetic_gpu import PROVIDER, synthetic_gpu
 
 HEURISTIC = "cudnn_heuristic64_9.dll"
 BUILTINS = "nvrtc-builtins64_124.dll"

@@ -31,12 +31,12 @@ from bundler.audit.loadrun import prove_load
 from bundler.closure.plan import Status
 from bundler.findings import Severity
 from tests.conftest import GPU
+from tests.support.builds import linked_copy
+from tests.support.gpu_closure import CUDNN
 from tests.support.mingw import compile_c
 from tests.support.pefactory import write_pe
 from tests.support.scratch import scratch
 from tests.support.wine import Wine, require_wine
-from tests.test_build import linked_copy
-from tests.test_real_closure import CUDNN
 
 PROVIDER = "onnxruntime_providers_cuda.dll"
 # docs/field-notes.md#import-graph: what loads only at run time (cudnn64_9.dll imports nothing and

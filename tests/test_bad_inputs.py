@@ -816,9 +816,9 @@ CASES = [
     # --- the lock file of an earlier build -------------------------------------------------------
     Case(
         "lock-newer-schema",
-        lock_row(lambda lock: lock.update(schema_version=2)),
+        lock_row(lambda lock: lock.update(schema_version=3)),
         ExitCode.PLAN,
-        ("{lock}: lock schema_version 2", "delete it"),
+        ("{lock}: lock schema_version 3", "delete it"),
     ),
     Case(
         "lock-edited-into-invalid-json",

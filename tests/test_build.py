@@ -22,23 +22,12 @@ import pytest
 
 from bundler.closure.lockfile import read_lock, write_lock
 from bundler.target.resources import doctor_exe
-from tests.conftest import CPU, HELLO, bundle_from_cache, hello_app, hello_cpu, run_bundle
+from tests.conftest import CPU, HELLO, hello_app, hello_cpu, run_bundle
+from tests.support.builds import GENERATED, build, linked_copy
 from tests.support.pefactory import PESpec, write_pe
 from tests.support.wine import Wine
 
 CUDA_PROVIDER = "onnxruntime_providers_cuda.dll"
-# Views of the lock written beside it; not payload, so not in the lock.
-GENERATED = (
-    "bundle.lock.json",
-    "bundle-doctor.dat",
-    "setup.iss",
-    "postbuild.cmd",
-    "postbuild.event.xml",
-)
-
-
-def build(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return bundle_from_cache("build", *args, cwd=cwd)
 
 
 def build_json(*args: str) -> dict[str, object]:
@@ -47,16 +36,6 @@ def build_json(*args: str) -> dict[str, object]:
     data = json.loads(result.stdout)
     assert isinstance(data, dict)
     return data
-
-
-def linked_copy(folder: Path, target: Path, without: str) -> Path:
-    """A copy of a bundle made of hard links, minus one file."""
-    for path in folder.rglob("*"):
-        if path.is_file() and path.name != without:
-            destination = target / path.relative_to(folder)
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            os.link(path, destination)
-    return target
 
 
 def sha256(path: Path) -> str:
@@ -117,7 +96,7 @@ def test_cpu_bundle_runs(cpu_cache: Path, wine: Wine, tmp_path: Path) -> None:
 @pytest.mark.realdata
 def test_lock_file_describes_every_file(gpu_bundle: Path) -> None:
     lock = json.loads((gpu_bundle / "bundle.lock.json").read_text())
-    assert lock["schema_version"] == 1
+    assert lock["schema_version"] == 2
     files = {item["name"]: item for item in lock["files"]}
     on_disk = {
         p.relative_to(gpu_bundle).as_posix()

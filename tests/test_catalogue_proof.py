@@ -21,10 +21,10 @@ import pytest
 from bundler.rules.derive.catalogue import differences, profile_facts
 from bundler.target.profiles import PipSource, available_profiles, load_profile, load_profile_file
 from tests.conftest import HELLO, REPO, pip_env
+from tests.support.package_index import local_index as local_index  # the module fixture, reused
+from tests.support.package_index import profiles_new
+from tests.support.profiles import without_rule
 from tests.support.wine import Wine
-from tests.test_profiles_new import local_index as local_index  # the module fixture, reused
-from tests.test_profiles_new import profiles_new
-from tests.test_scan import without_rule
 
 CUDA13 = "ort-1.31.1-gpu-cuda13"
 DXCORE = "ort-1.22.0-gpu-cuda12"

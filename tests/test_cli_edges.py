@@ -11,8 +11,8 @@ from pathlib import Path
 
 from bundler.errors import ExitCode
 from tests.conftest import HELLO
-from tests.test_msbuild import Tiny
-from tests.test_msbuild import tiny as tiny  # the module fixture: a release of our own
+from tests.support.tiny import Tiny
+from tests.support.tiny import tiny as tiny  # the module fixture: a release of our own
 
 
 def deps(*args: str) -> subprocess.CompletedProcess[str]:

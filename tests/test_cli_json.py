@@ -27,7 +27,7 @@ from bundler.closure.lockfile import write_lock
 from bundler.errors import ExitCode
 from tests.conftest import run_bundle
 from tests.support import powershell
-from tests.test_render_iss import sample_lock
+from tests.support.locks import sample_lock
 
 # command -> (a bad command line after `bundle COMMAND --json`, the exit code it must give)
 BAD: dict[str, tuple[list[str], ExitCode]] = {

@@ -9,31 +9,16 @@ prints none.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
-from bundler.closure.lockfile import read_lock
-from bundler.render.doctor_dat import doctor_data
 from tests.support.httpserver import HttpServer
-from tests.support.slowrelease import DEPS, NAME, PATH, Release, app_exe, make_release, mirror_args
+from tests.support.slowbuilds import ENV, build_command, check_folder_matches_lock, setup
+from tests.support.slowrelease import NAME, PATH, make_release
 from tests.support.slowrelease import serve_slowly as serve
 
 RATE = 16 << 20  # the download lasts long enough for all four builds to be waiting for it
-ENV = {**os.environ, "BUNDLE_DEBUG": "", "NO_PROXY": "127.0.0.1", "BUNDLE_HTTP_TIMEOUT": "10"}
-
-
-def build_command(
-    exe: Path, profile: Path, cache: Path, out: Path, server: HttpServer
-) -> list[str]:
-    return [
-        sys.executable, "-m", "bundler", "build", str(exe), "--profile", str(profile),
-        "--cache-dir", str(cache), "--out", str(out), "--no-iss", "--no-postbuild",
-        *mirror_args(server),
-    ]  # fmt: skip
 
 
 def start_all(commands: list[list[str]]) -> list[subprocess.CompletedProcess[str]]:
@@ -47,32 +32,6 @@ def start_all(commands: list[list[str]]) -> list[subprocess.CompletedProcess[str
         stdout, stderr = process.communicate(timeout=120)
         results.append(subprocess.CompletedProcess(args, process.returncode, stdout, stderr))
     return results
-
-
-def setup(tmp_path: Path, release: Release) -> tuple[Path, Path]:
-    exe = tmp_path / "app" / "app.exe"
-    exe.parent.mkdir(parents=True)
-    exe.write_bytes(app_exe())
-    return exe, release.write_profile(tmp_path)
-
-
-def check_folder_matches_lock(out: Path) -> dict[str, object]:
-    """Exactly the lock's files, each with the lock's hash, and nothing else (no temp file,
-    no build lock left behind)."""
-    lock = json.loads((out / "bundle.lock.json").read_text())
-    expected = {item["name"]: item["sha256"] for item in lock["files"]}
-    found = {
-        path.relative_to(out).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
-        for path in out.rglob("*")
-        if path.is_file() and path.name not in ("bundle.lock.json", "bundle-doctor.dat")
-    }
-    assert found == expected
-    # the doctor's data file is the lock's view, complete
-    written = read_lock(out / "bundle.lock.json")
-    assert written is not None
-    assert (out / "bundle-doctor.dat").read_text() == doctor_data(written)
-    assert {"onnxruntime.dll", *DEPS} <= set(expected)
-    return lock
 
 
 def test_four_builds_on_one_empty_cache_download_and_extract_once(

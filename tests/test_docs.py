@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import REPO, require
+from tests.conftest import REPO
+from tests.support.docs_site import built_site
 
 INSTALL_AND_BUILD = 'pip install -e ".[test]" && bundle build examples/hello/hello.exe'
 RUN_THE_TESTS = "python -m pytest"
@@ -30,27 +30,6 @@ def test_usage_page_is_the_clis_help() -> None:
     assert written == result.stdout, "docs/usage.md is out of date: python tools/usage.py --write"
     for command in ("bundle", "bundle build", "bundle audit", "bundle profiles new"):
         assert f"## `{command}`\n\n```text\nUsage: {command} " in written, command
-
-
-def built_site(tmp_path: Path) -> Path:
-    """The docs site, built with `mkdocs build --strict` into tmp_path/site."""
-    require(
-        importlib.util.find_spec("mkdocs") is not None
-        and importlib.util.find_spec("material") is not None,
-        "mkdocs-material is not installed (pip install -e '.[test]')",
-    )
-    site = tmp_path / "site"
-    config = REPO / "mkdocs.yml"
-    result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    return site
 
 
 def test_the_site_builds_strictly(tmp_path: Path) -> None:

@@ -25,7 +25,8 @@ import pytest
 from bundler.errors import ExitCode
 from tests.conftest import REPO, pip_env, require, test_cache_dir
 from tests.support.chromium import CHROMIUM, NetworkRecorder, headless
-from tests.test_docs import built_site
+from tests.support.docs_site import built_site
+from tests.support.workflows import actionlint, load_yaml
 
 DOCS = REPO / "docs"
 RELEASE_WORKFLOW = REPO / ".github" / "workflows" / "release.yml"
@@ -393,8 +394,6 @@ def test_the_browser_check_catches_a_wide_code_block(site: Path, tmp_path: Path)
 
 
 def release_workflow() -> dict[Any, Any]:
-    from tests.test_action import load_yaml
-
     workflow = load_yaml(RELEASE_WORKFLOW)
     assert isinstance(workflow, dict)
     return workflow
@@ -428,8 +427,6 @@ def test_the_release_workflow_builds_checks_and_publishes_on_a_version_tag() -> 
 
 @pytest.mark.real_tools
 def test_actionlint_accepts_the_release_workflow() -> None:
-    from tests.test_action import actionlint
-
     assert actionlint()(RELEASE_WORKFLOW) == []
 
 

@@ -46,10 +46,11 @@ from bundler.render.doctor_dat import doctor_data
 from bundler.target.resources import doctor_exe as shipped_doctor_exe
 from tests.conftest import HELLO, REPO, pip_env, require
 from tests.support import doctor as data
+from tests.support.builds import linked_copy
+from tests.support.display import LAVAPIPE
 from tests.support.doctor import DRIVER_516, DRIVER_551, DRIVER_581, Machine
 from tests.support.mingw import run_build_script
 from tests.support.wine import NATIVE_VC_RUNTIME, Wine
-from tests.test_build import linked_copy
 
 pytestmark = pytest.mark.real_tools
 
@@ -718,8 +719,6 @@ def test_packs_without_a_display_has_no_dxgi_adapter(wine: Wine, cpu_app: Path) 
         )
 
 
-# Mesa's software Vulkan driver (Debian 12: mesa-vulkan-drivers), which vkd3d needs for D3D12.
-LAVAPIPE = Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")
 WINE_ADAPTER = "NVIDIA GeForce GTX 470 (0x10de)"  # what Wine 8.0's wined3d reports on Xvfb
 
 

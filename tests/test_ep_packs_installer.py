@@ -26,10 +26,10 @@ import pytest
 
 from bundler.eps.plugins import load_pack
 from tests.conftest import HELLO, pip_env, require, test_cache_dir
+from tests.support.display import LAVAPIPE
 from tests.support.doctor import DRIVER_581, Machine
 from tests.support.inno import InnoSetup
 from tests.support.scratch import scratch
-from tests.test_doctor import LAVAPIPE
 
 pytestmark = pytest.mark.realdata
 

@@ -17,7 +17,7 @@ import pytest
 
 from bundler.pruning.evidence import evidence_dir
 from tests.conftest import REPO, require_module
-from tests.test_prune import model, plan, pruned, shipped
+from tests.support.pruning import model, plan, pruned, shipped
 
 EVIDENCE = evidence_dir()
 PROOF = EVIDENCE / "gpu-proof"

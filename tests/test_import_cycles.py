@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tests.conftest import REPO
+from tests.support.graphs import circles
 
 FOLDERS = ("bundler", "tools", "tests", "benchmarks", "examples")
 
@@ -38,48 +39,6 @@ def import_graph(root: Path, folders: tuple[str, ...] = FOLDERS) -> dict[str, se
                 found.update(alias.name for alias in node.names)
         graph[name] = {target for target in found if target in known and target != name}
     return graph
-
-
-def circles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-    for start in graph:
-        if start in index:
-            continue
-        work = [(start, iter(sorted(graph[start])))]
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            node, targets = work[-1]
-            target = next(targets, None)
-            if target is None:
-                work.pop()
-                if work:
-                    parent = work[-1][0]
-                    low[parent] = min(low[parent], low[node])
-                if low[node] == index[node]:
-                    component = []
-                    while True:
-                        member = stack.pop()
-                        on_stack.discard(member)
-                        component.append(member)
-                        if member == node:
-                            break
-                    if len(component) > 1:
-                        found.append(sorted(component))
-            elif target not in index:
-                index[target] = low[target] = len(index)
-                stack.append(target)
-                on_stack.add(target)
-                work.append((target, iter(sorted(graph[target]))))
-            elif target in on_stack:
-                low[node] = min(low[node], index[target])
-    return found
 
 
 def test_no_circle_in_the_repository() -> None:

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tests.support.graphs import circles
 
 PACKAGE = REPO / "bundler"
 WINGS = ("acquire", "render", "ship", "audit", "rules", "measure", "cli")
@@ -109,38 +110,9 @@ def layer_violations(modules: Iterator[tuple[str, ast.Module]]) -> list[str]:
 
 
 def cycles(modules: Iterator[tuple[str, ast.Module]]) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan), module-level imports."""
+    """Circles of more than one module, module-level imports (where a circle breaks an import)."""
     graph = {name: set(imports(tree, top_level_only=True)) for name, tree in modules}
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        for target in graph.get(node, ()):
-            if target not in graph:
-                continue
-            if target not in index:
-                visit(target)
-                low[node] = min(low[node], low[target])
-            elif target in stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                member = stack.pop()
-                component.append(member)
-                if member == node:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for node in graph:
-        if node not in index:
-            visit(node)
-    return found
+    return circles({name: targets & graph.keys() for name, targets in graph.items()})
 
 
 ENVIRONMENT = {"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"}

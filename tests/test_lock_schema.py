@@ -19,8 +19,8 @@ from bundler.closure.lock import LOCK_NAME, READABLE, SCHEMA_VERSION, content_di
 from bundler.closure.lockfile import read_lock
 from bundler.errors import ExitCode, PlanFormatError
 from tests.conftest import HELLO
-from tests.test_msbuild import Tiny
-from tests.test_msbuild import tiny as tiny  # the module fixture: a release of our own
+from tests.support.tiny import Tiny
+from tests.support.tiny import tiny as tiny  # the module fixture: a release of our own
 
 RENAMED = {"eps": "packs", "runtime_pack": "pack"}  # schema 2 -> schema 1
 

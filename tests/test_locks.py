@@ -23,9 +23,9 @@ from bundler.config.cache_root import default_cache_dir
 from bundler.errors import ExitCode
 from bundler.ship.deploy import BUILD_LOCK
 from tests.support.httpserver import HttpServer
+from tests.support.slowbuilds import ENV, build_command, check_folder_matches_lock, setup
 from tests.support.slowrelease import NAME, Release, make_release, mirror_args
 from tests.support.slowrelease import serve_slowly as serve
-from tests.test_concurrency import ENV, build_command, check_folder_matches_lock, setup
 
 RATE = 64 << 20
 

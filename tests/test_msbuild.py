@@ -37,12 +37,22 @@ from bundler.render.msbuild_props import (
     write_msbuild_files,
 )
 from bundler.render.postbuild import EVENT_NAME, POSTBUILD_NAME
-from tests.conftest import REPO, RealDlls, bundle_from_cache, require
+from tests.conftest import REPO, bundle_from_cache, require
 from tests.support.httpserver import HttpServer
-from tests.support.pefactory import PESpec, build_pe
-from tests.support.profiles import artifact, profile, source
-from tests.support.replica import HEADERS, TOP, ZIP_NAME, Replica, build_replica, write_release_zip
+from tests.support.pefactory import build_pe
+from tests.support.replica import (
+    HEADERS,
+    ORT_GPU_WHEEL_SHA256,
+    TOP,
+    ZIP_NAME,
+    Replica,
+    linked_cache,
+    replica_profile,
+)
+from tests.support.replica import replica as replica  # the module fixture
 from tests.support.scratch import scratch
+from tests.support.tiny import TINY_DLLS, TINY_LIBS, TINY_ROOTS, TINY_TOP, Tiny, tiny_profile
+from tests.support.tiny import tiny as tiny  # the module fixture: a release of our own
 from tests.support.wine import Wine
 
 TEMPLATES = Templates(None)  # renders without keeping anything between runs
@@ -53,7 +63,6 @@ HELLO = REPO / "examples" / "hello"
 # A folder name xbuild can take whole: blanks, parentheses, &, ' and non-ASCII. (`;` and `%`
 # cannot be tested with xbuild: it does not escape $(MSBuildThisFileDirectory), MSBuild does.)
 ODD = "ORT (x64) & co's bündel"
-ORT_GPU_WHEEL_SHA256 = "522f7495918176cb8c1a3c78bde7152d984f7096acc786c73a27643af8af87c9"
 STUB_ASSEMBLY = "app.dll"  # what the test project's stub compile step writes into $(OutDir)
 
 
@@ -215,75 +224,7 @@ def test_targets_copy_after_build_and_register_the_copies_for_clean() -> None:
     assert output.attrib == {"TaskParameter": "DestinationFiles", "ItemName": "FileWrites"}
 
 
-# --- a small release zip of our own, from a mirror folder ----------------------------------
-
-
-@dataclass(frozen=True)
-class Tiny:
-    """A release zip with synthetic DLLs, its mirror folder and a profile pinning it."""
-
-    mirror: Path
-    profile: Path
-    zip_sha256: str
-
-    def args(self, cache: Path, out: Path, *extra: str) -> list[str]:
-        return [
-            "--profile", str(self.profile), "--cache-dir", str(cache), "--out", str(out),
-            "--mirror", str(self.mirror), "--offline", *extra,
-        ]  # fmt: skip
-
-
-TINY_TOP = "ort-tiny-1.0"
-TINY_DLLS = {
-    "onnxruntime": PESpec(imports=("helper.dll", "KERNEL32.dll"), file_version=(1, 19, 2, 0)),
-    "helper": PESpec(file_version=(1, 0, 0, 0)),
-    "onnxruntime_providers_shared": PESpec(file_version=(1, 19, 2, 0)),
-    "extra": PESpec(),
-    "unused": PESpec(),
-}
-TINY_LIBS = {
-    f"{stem}.lib": f"!<arch>\nimport library of {stem}.dll\n".encode() for stem in TINY_DLLS
-}
-TINY_HEADERS = ("onnxruntime_c_api.h", "core/providers/resource.h")
-TINY_ROOTS = ("onnxruntime.dll", "onnxruntime_providers_shared.dll", "extra.dll")
-
-
-def tiny_profile(path: Path, digest: str, size: int, roots: tuple[str, ...] = TINY_ROOTS) -> Path:
-    zip_source = source(
-        "url",
-        url=f"https://downloads.invalid/ort/{TINY_TOP}.zip",
-        sha256=digest,
-        size=size,
-        sdk=True,
-    )
-    wheel = source(
-        "pip",
-        package="onnxruntime-tiny",
-        version="1.0",
-        wheel="onnxruntime_tiny-1.0-py3-none-win_amd64.whl",
-        sha256="0" * 64,
-    )
-    provides = ("onnxruntime.dll", "helper.dll", "onnxruntime_providers_shared.dll", "extra.dll")
-    ort = artifact("onnxruntime", "1.0", provides, zip_source, wheel, licenses=["LICENSE"])
-    description = "a release zip with headers and import libraries"
-    path.write_text(profile("tiny-sdk", roots, ort, description=description))
-    return path
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> Tiny:
-    work = tmp_path_factory.mktemp("tiny")
-    dlls = {stem: work / f"{stem}.dll" for stem in TINY_DLLS}
-    for stem, spec in TINY_DLLS.items():
-        dlls[stem].write_bytes(build_pe(spec))
-    mirror = work / "mirror"
-    mirror.mkdir()
-    archive = write_release_zip(
-        mirror / f"{TINY_TOP}.zip", TINY_TOP, dlls, TINY_LIBS, TINY_HEADERS, {"LICENSE": b"MIT"}
-    )
-    digest = sha256(archive)
-    profile = tiny_profile(work / "tiny.toml", digest, archive.stat().st_size)
-    return Tiny(mirror, profile, digest)
+# --- a small release zip of our own, from a mirror folder (tests/support/tiny.py) ----------
 
 
 @pytest.fixture(scope="module")
@@ -668,40 +609,6 @@ class Served:
     cache: Path
     mirror: str  # the server's URL of the folder holding the zip
     server: HttpServer
-
-
-def replica_profile(path: Path, replica: Replica) -> Path:
-    """The GPU profile with the onnxruntime zip's pins replaced by the replica's (same URL)."""
-    text = (REPO / "manifests" / "profiles" / "ort-1.19.2-gpu-cuda12.toml").read_text()
-    pins = {
-        'name = "ort-1.19.2-gpu-cuda12"': 'name = "replica-gpu"',
-        "c04c6342b9e351d2ec7ebd84ce08f3ea4f20706993b40172234c535ace25f629": replica.sha256,
-        "9576eafca59fc7f2af9f62d7ee8aa31208ef965d17f3ad71747d5a9a46cdffd6b3958dc945109d82937555df8bb35319ce92925e66ab707f1ca8e7564ecb3ced": replica.sha512,  # noqa: E501
-    }
-    for old, new in pins.items():
-        assert text.count(old) == 1, old
-        text = text.replace(old, new)
-    path.write_text(text)
-    return path
-
-
-def linked_cache(source: Path, target: Path, without: str) -> Path:
-    """A cache of our own with the session's verified wheels and extracted trees as hard links
-    (instant), minus the archive `without` (its blob, record and tree): the cache is tried
-    before any mirror, so a cached onnxruntime-gpu wheel would be used instead of the zip."""
-    ignore = shutil.ignore_patterns(f"{without}*")
-    shutil.copytree(source, target, copy_function=os.link, ignore=ignore)
-    return target
-
-
-@pytest.fixture(scope="module")
-def replica(real_dlls: RealDlls, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Replica]:
-    require(
-        shutil.which("x86_64-w64-mingw32-dlltool") is not None,
-        "mingw-w64 is not installed (apt-get install mingw-w64)",
-    )
-    with scratch(tmp_path_factory, "replica") as folder:
-        yield build_replica(real_dlls["onnxruntime-gpu"], folder)
 
 
 @pytest.fixture(scope="module")

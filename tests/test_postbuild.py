@@ -19,14 +19,12 @@ How Wine 8 runs batch files, measured, and what the harness does about it:
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -45,6 +43,7 @@ from bundler.render.postbuild import (
 )
 from bundler.render.render_settings import PostbuildSettings
 from tests.conftest import CPU, bundle_from_cache, hello_app, hello_cpu, require
+from tests.support.batch import Cmd, files_under, sha256, target_arg, windows
 from tests.support.wine import Wine
 
 TEMPLATES = Templates(None)  # renders without keeping anything between runs
@@ -55,19 +54,6 @@ HARD_TARGET = "target dir (x86) & co/ünï"
 UTF8_LOCALE = "hi_IN.UTF-8"  # no legacy code page: Wine's ANSI and OEM code pages are UTF-8
 
 
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def windows(path: Path) -> str:
-    """`path` as Windows programs under Wine see it (Wine maps / to drive Z:)."""
-    return "Z:" + os.path.abspath(path).replace("/", "\\")
-
-
-def files_under(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): sha256(p) for p in root.rglob("*") if p.is_file()}
-
-
 def stamps(root: Path) -> dict[str, tuple[int, int]]:
     """Modification and change times: xcopy keeps the source's mtime on a copy, but writing
     a file again changes its ctime."""
@@ -75,36 +61,6 @@ def stamps(root: Path) -> dict[str, tuple[int, int]]:
         p.relative_to(root).as_posix(): (p.stat().st_mtime_ns, p.stat().st_ctime_ns)
         for p in root.rglob("*")
     }
-
-
-@dataclass(frozen=True)
-class CmdRun:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-class Cmd:
-    """Wine's cmd.exe in the session's prefix, running a batch file as a post-build event
-    would: `"SCRIPT" ARGS`, with ARGS written exactly as given (quotes, trailing backslash)."""
-
-    def __init__(self, wine: Wine, folder: Path, locale: dict[str, str] | None = None) -> None:
-        self.wine = wine
-        self.caller = folder / "caller.cmd"
-        self.caller.write_bytes(b'@"%PB_SCRIPT%" %PB_ARGS%\r\n')
-        self.locale = locale or {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
-
-    def run(self, script: Path, args: str = "", caller: Path | None = None) -> CmdRun:
-        told: dict[str, str | None] = {"PB_SCRIPT": windows(script), "PB_ARGS": args}
-        done = self.wine.program(
-            "cmd", "/c", windows(caller or self.caller), env={**told, **self.locale}
-        )
-        return CmdRun(done.returncode, done.stdout, done.stderr)  # CRLF read as LF
-
-
-def target_arg(folder: Path, *switches: str) -> str:
-    """The script's arguments as "$(OutDir)" would give them: quoted, with a trailing \\."""
-    return " ".join([f'"{windows(folder)}\\"', *switches])
 
 
 # --- escaping filters ---------------------------------------------------------------------------

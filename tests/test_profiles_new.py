@@ -10,8 +10,6 @@ build a bundle that Wine's loader accepts the way it accepts the 1.19.2 one.
 from __future__ import annotations
 
 import fnmatch
-import hashlib
-import json
 import os
 import shutil
 import subprocess
@@ -24,28 +22,21 @@ import pytest
 from bundler.acquire.download import DownloadPolicy
 from bundler.errors import FetchError, ProfileError
 from bundler.rules.derive.flavours import available_flavours, load_flavour
-from bundler.rules.derive.index import find_wheel, normalize, wheel_rank
+from bundler.rules.derive.index import find_wheel, wheel_rank
 from bundler.target.profiles import PipSource, Profile, is_pattern, load_profile, load_profile_file
-from tests.conftest import HELLO, RealDlls, pip_env, require, test_cache_dir
+from tests.conftest import HELLO, RealDlls, pip_env
 from tests.support.httpserver import HttpServer
+from tests.support.package_index import ORT_120, entry, page, profiles_new
+from tests.support.package_index import local_index as local_index  # the module fixture
 from tests.support.wine import Wine
 
 CUDA_PROVIDER = "onnxruntime_providers_cuda.dll"
-ORT_120 = "onnxruntime_gpu-1.20.2-cp311-cp311-win_amd64.whl"
-# https://pypi.org/simple/onnxruntime-gpu/ (PEP 691), read with curl on 2026-12-01
+# ORT_120's, on https://pypi.org/simple/onnxruntime-gpu/ (PEP 691), read with curl on 2026-12-01
 ORT_120_SHA256 = "d0eafd873e4336949c89e6c7429a68e7e1d0233d9cb363e9780ca76c3c6f865c"
 FAST = DownloadPolicy(allow_http=True, connect_timeout=2, read_timeout=2, retries=0, backoff=0)
 
 
 # --- the index client, on a synthetic PEP 691 page -----------------------------------------
-
-
-def page(*files: dict[str, object], api: str = "1.1") -> bytes:
-    return json.dumps({"meta": {"api-version": api}, "name": "demo", "files": list(files)}).encode()
-
-
-def entry(name: str, digest: str, **extra: object) -> dict[str, object]:
-    return {"filename": name, "url": f"../../files/{name}", "hashes": {"sha256": digest}, **extra}
 
 
 def test_the_wheel_for_the_flavours_python_and_platform_is_pinned(
@@ -152,36 +143,6 @@ def test_every_shipped_flavour_loads_and_picks_its_default_components() -> None:
 
 
 # --- real wheels: a local PEP 691 index built from the test cache ----------------------------
-
-
-@pytest.fixture(scope="module")
-def local_index() -> Iterator[str]:
-    """PEP 691 pages for every wheel in the test cache, served from 127.0.0.1."""
-    wheels = test_cache_dir() / "wheels"
-    require(
-        (wheels / ORT_120).is_file(),
-        f"{ORT_120} not in {wheels}: run python tools/fetch_test_wheels.py",
-    )
-    projects: dict[str, list[dict[str, object]]] = {}
-    for wheel in sorted(wheels.glob("*.whl")):
-        digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
-        item = entry(wheel.name, digest, size=wheel.stat().st_size)
-        projects.setdefault(normalize(wheel.name.split("-")[0]), []).append(item)
-    with HttpServer() as server:
-        for project, files in projects.items():
-            server.serve_bytes(f"/simple/{project}/", page(*files))
-        server.serve_directory("/files/", wheels)
-        yield server.url("/simple/")
-
-
-def profiles_new(index: str, cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    command = ["profiles", "new", "--index-url", index, "--allow-http", "--cache-dir", str(cache)]
-    return subprocess.run(
-        [sys.executable, "-m", "bundler", *command, *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "BUNDLE_DEBUG": "", **pip_env()},
-    )
 
 
 def expand(names: tuple[str, ...], pool: set[str]) -> set[str]:

@@ -1,8 +1,9 @@
 """Tier 3: the closure on the real ORT 1.19.2 / CUDA 12.4 / cuDNN 9.1 / MSVC DLLs.
 
-The expected sets are written out from docs/field-notes.md#import-graph and the issue's acceptance
-list, not copied from bundle's output. The app is the mingw-built examples/hello/hello.exe, which
-imports onnxruntime.dll and nothing else of ORT."""
+The expected sets (tests/support/gpu_closure.py) are written out from
+docs/field-notes.md#import-graph and the issue's acceptance list, not copied from bundle's output.
+The app is the mingw-built examples/hello/hello.exe, which imports onnxruntime.dll and nothing else
+of ORT."""
 
 from __future__ import annotations
 
@@ -13,44 +14,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import HELLO, RealDlls, run_bundle
+from tests.support.gpu_closure import GPU_BUNDLE, GPU_WHEELS, VC_RUNTIME
 
 pytestmark = pytest.mark.realdata
-
-GPU_WHEELS = (
-    "onnxruntime-gpu",
-    "nvidia-cuda-runtime-cu12",
-    "nvidia-cublas-cu12",
-    "nvidia-cufft-cu12",
-    "nvidia-cuda-nvrtc-cu12",
-    "nvidia-cudnn-cu12",
-    "msvc-runtime",
-)
-VC_RUNTIME = {"msvcp140.dll", "msvcp140_1.dll", "vcruntime140.dll", "vcruntime140_1.dll"}
-CUDNN = {
-    "cudnn64_9.dll",
-    "cudnn_graph64_9.dll",
-    "cudnn_ops64_9.dll",
-    "cudnn_cnn64_9.dll",
-    "cudnn_adv64_9.dll",
-    "cudnn_engines_precompiled64_9.dll",
-    "cudnn_engines_runtime_compiled64_9.dll",
-    "cudnn_heuristic64_9.dll",
-}
-GPU_BUNDLE = (
-    {
-        "onnxruntime.dll",
-        "onnxruntime_providers_shared.dll",
-        "onnxruntime_providers_cuda.dll",
-        "cudart64_12.dll",
-        "cublas64_12.dll",
-        "cublaslt64_12.dll",
-        "cufft64_11.dll",
-        "nvrtc64_120_0.dll",
-        "nvrtc-builtins64_124.dll",
-    }
-    | CUDNN
-    | VC_RUNTIME
-)
 
 
 def deps_json(*args: str) -> tuple[dict[str, object], int]:

@@ -28,9 +28,9 @@ from bundler.render.postbuild import SCRIPT_TEMPLATE, postbuild_values
 from bundler.target import resources
 from tests.conftest import REPO
 from tests.support.httpserver import HttpServer
+from tests.support.slowbuilds import ENV, setup
 from tests.support.slowrelease import make_release, mirror_args
 from tests.support.slowrelease import serve_slowly as serve
-from tests.test_concurrency import ENV, setup
 
 
 @pytest.fixture(autouse=True)

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from bundler.closure.lock import Lock, LockedFile
+from bundler.closure.lock import Lock
 from bundler.errors import ConfigError
 from bundler.render.engine import Templates
 from bundler.render.escaping import (
@@ -28,37 +27,13 @@ from bundler.render.escaping import (
 )
 from bundler.render.iss import SPAN_ABOVE, app_id_for, iss_values, write_iss
 from bundler.render.render_settings import IssSettings
-from bundler.target.profiles import GpuDriver
 from tests.conftest import bundle_from_cache as bundle
 from tests.conftest import hello_app, hello_cpu
+from tests.support.locks import locked, sample_lock
 
 TEMPLATES = Templates(None)  # renders without keeping anything between runs
 
 GOLDEN = Path(__file__).parent / "golden"
-DRIVER = GpuDriver("nvcuda.dll", 12, "527.41", "NVIDIA CUDA Toolkit Release Notes")
-
-
-def locked(name: str, kind: str = "bundled", size: int = 10) -> LockedFile:
-    return LockedFile(name, kind, "0" * 64, size)
-
-
-def sample_lock(**changes: object) -> Lock:
-    lock = Lock(
-        profile="ort-1.19.2-gpu-cuda12",
-        architecture="x64",
-        vc_runtime="app-local",
-        files=(
-            locked("onnxruntime.dll"),
-            locked("licenses/onnxruntime/LICENSE", "license"),
-            locked("cudnn64_9.dll"),
-        ),
-        app="hello.exe",
-        app_file_version="1.0.0.0",
-        min_windows="10.0.10240",
-        vc_runtime_min="14.40",
-        gpu_driver=DRIVER,
-    )
-    return replace(lock, **changes)  # type: ignore[arg-type]
 
 
 # --- escaping filters ---------------------------------------------------------------------------

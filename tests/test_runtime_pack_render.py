@@ -16,7 +16,7 @@ from bundler.render.engine import Templates
 from bundler.render.iss import write_iss
 from bundler.render.pack_iss import PACK_SCRIPT, WEB_SCRIPT
 from bundler.render.render_settings import IssSettings, checked_pack_url
-from tests.test_render_iss import locked, sample_lock
+from tests.support.locks import locked, sample_lock
 
 TEMPLATES = Templates(None)
 

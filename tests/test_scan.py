@@ -22,6 +22,7 @@ from bundler.target.system import load_system_policy
 from tests.conftest import CPU, DIRECTML, GPU, RealDlls, fetch, pip_env, run_bundle
 from tests.support.mingw import compile_c
 from tests.support.pefactory import PESpec, write_pe
+from tests.support.profiles import without_rule
 
 LOADER_C = r"""
 #include <windows.h>
@@ -228,15 +229,6 @@ def test_profiles_check_passes_on_the_directml_profile(real_dlls: RealDlls, tmp_
     assert fetched.returncode == 0, fetched.stderr
     data, code = check(DIRECTML, "--cache-dir", str(cache), "--offline")
     assert code == 0, data["drifts"]
-
-
-def without_rule(profile: Path, target: Path, trigger: str) -> Path:
-    """A copy of the profile TOML without the [[runtime_rules]] table of `trigger`."""
-    tables = profile.read_text().split("\n[[")
-    kept = [t for t in tables if not t.startswith(f'runtime_rules]]\ntrigger = "{trigger}"')]
-    assert len(kept) == len(tables) - 1
-    target.write_text("\n[[".join(kept))
-    return target
 
 
 @pytest.mark.realdata

@@ -23,9 +23,9 @@ import pytest
 from bundler.closure.lock import LOCK_NAME
 from bundler.closure.lockfile import write_lock
 from tests.conftest import CPU, HELLO
-from tests.test_msbuild import Tiny
-from tests.test_msbuild import tiny as tiny  # the module fixture, reused: a release of our own
-from tests.test_render_iss import sample_lock
+from tests.support.locks import sample_lock
+from tests.support.tiny import Tiny
+from tests.support.tiny import tiny as tiny  # the module fixture, reused: a release of our own
 
 ORIGINS = ("flag", "$BUNDLE_CACHE_DIR", "default")
 # command -> its arguments before --dry-run ({out}: a folder it would write into). Each works

@@ -21,10 +21,10 @@ from bundler.binary.signatures import SignatureState, check_signature
 from bundler.errors import ConfigError
 from bundler.target.profiles import load_profile
 from tests.conftest import CPU, GPU, HELLO, RealDlls, hello_cpu, require
+from tests.support.audits import audit_cli, found
+from tests.support.builds import broken_copy, build, patched_copy
+from tests.support.gpu_closure import CUDNN, VC_RUNTIME
 from tests.support.pefactory import PESpec, write_pe
-from tests.test_audit import audit_cli, broken_copy, found, patched_copy
-from tests.test_build import build
-from tests.test_real_closure import CUDNN, VC_RUNTIME
 
 
 @pytest.fixture(autouse=True)

@@ -11,8 +11,8 @@ import pytest
 
 from bundler.target.profiles import DirSource, PipSource, load_profile
 from tests.conftest import HELLO, RealDlls, run_bundle
+from tests.support.gpu_closure import GPU_WHEELS
 from tests.support.pefactory import write_pe
-from tests.test_real_closure import GPU_WHEELS
 
 PROFILE = "ort-1.19.2-gpu-cuda12-tensorrt"
 TENSORRT = ("nvinfer_10.dll", "nvinfer_plugin_10.dll", "nvonnxparser_10.dll")

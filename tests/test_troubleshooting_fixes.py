@@ -16,8 +16,8 @@ import pytest
 from bundler.closure.lock import LOCK_NAME
 from bundler.errors import ExitCode
 from tests.conftest import HELLO, REPO
-from tests.test_msbuild import Tiny
-from tests.test_msbuild import tiny as tiny  # the module fixture: a release of our own
+from tests.support.tiny import Tiny
+from tests.support.tiny import tiny as tiny  # the module fixture: a release of our own
 
 
 def section(title: str) -> str:

@@ -42,16 +42,15 @@ from bundler.binary.signatures import FINDING_CODES as SIGNATURE_CODES
 from bundler.closure.lock import LOCK_NAME
 from bundler.disk.digest import file_sha256
 from tests.conftest import CPU, DIRECTML, GPU, HELLO, REPO, run_bundle, test_cache_dir
+from tests.support.archives import read_back
+from tests.support.batch import Cmd, files_under, target_arg
+from tests.support.builds import GENERATED
+from tests.support.builds import build as linux_build
 from tests.support.inno import InnoSetup
-from tests.support.replica import Replica
+from tests.support.replica import ORT_GPU_WHEEL_SHA256, Replica, linked_cache, replica_profile
+from tests.support.replica import replica as replica  # the module fixture, reused
 from tests.support.winbuild import WinBuilds, done_with, mirror
 from tests.support.winpython import VERSIONS, WinPython, winpath
-from tests.test_archive import read_back
-from tests.test_build import GENERATED
-from tests.test_build import build as linux_build
-from tests.test_msbuild import ORT_GPU_WHEEL_SHA256, linked_cache, replica_profile
-from tests.test_msbuild import replica as replica  # the module fixture, reused
-from tests.test_postbuild import Cmd, files_under, target_arg
 
 pytestmark = pytest.mark.realdata
 

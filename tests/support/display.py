@@ -4,7 +4,10 @@ and the doctor's pack probes (tests/test_doctor.py). A prefix is ~700 MB written
 wineboot; one per module made two of them.
 
 A module that changes the prefix puts it back when it ends (the EP packs' driver stand-ins in
-System32 with `drivers_installed`; the doctor's registry keys in its own tests)."""
+System32 with `drivers_installed`; the doctor's registry keys in its own tests).
+
+Wine's Direct3D 12 (vkd3d) needs a Vulkan driver for a device: LAVAPIPE is Mesa's software one,
+which a test names in $VK_ICD_FILENAMES (the doctor's probe, the EP packs' installed setup)."""
 
 from __future__ import annotations
 
@@ -19,6 +22,9 @@ import pytest
 from tests.conftest import require
 from tests.support.inno import Xvfb
 from tests.support.wine import SERVER_TIMEOUT, Wine, require_wine
+
+# Mesa's software Vulkan driver (Debian 12: mesa-vulkan-drivers), which vkd3d needs for D3D12.
+LAVAPIPE = Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")
 
 
 class DisplayWine(Wine):

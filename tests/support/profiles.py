@@ -4,13 +4,14 @@ Every such profile has the same header (schema 1, x64, Windows 10, the VC++ runt
 and is made of the same tables; the builders below write them, so that a test spells out only
 what is its own: the name, the roots, the artifacts and their sources. The text is what a user
 would write, a line per key, so a test may still edit a line of it (`str.replace`) to make it
-wrong.
+wrong. `without_rule` edits a written profile so: it drops one of its runtime rules.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from pathlib import Path
 
 Value = str | int | bool | Iterable[str]
 
@@ -55,3 +56,12 @@ def artifact(name: str, version: str, provides: Iterable[str], *sources: str, **
 def source(kind: str, **keys: Value) -> str:
     """One [[artifacts.sources]] table of `kind` ("url", "pip", "dir")."""
     return "\n[[artifacts.sources]]\n" + lines(kind=kind, **keys)
+
+
+def without_rule(profile: Path, target: Path, trigger: str) -> Path:
+    """A copy of the profile TOML without the [[runtime_rules]] table of `trigger`."""
+    tables = profile.read_text().split("\n[[")
+    kept = [t for t in tables if not t.startswith(f'runtime_rules]]\ntrigger = "{trigger}"')]
+    assert len(kept) == len(tables) - 1
+    target.write_text("\n[[".join(kept))
+    return target

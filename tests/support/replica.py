@@ -10,17 +10,27 @@ small stand-ins with the real names.
 
 Members are stored (ZIP_STORED): 650 MB of DLLs deflate slowly and nothing here tests
 compression. The archive is deterministic for the same DLLs (fixed member times and order).
+
+In use: `replica_profile` writes the GPU profile pinning the replica instead of the real zip,
+`linked_cache` a cache of hard links that lacks the pinned wheel (ORT_GPU_WHEEL_SHA256), so the
+zip is what a build takes; `replica` is the module fixture, built once from the real DLLs.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, RealDlls, require
+from tests.support.scratch import scratch
 
 TOP = "onnxruntime-win-x64-gpu-1.19.2"
 ZIP_NAME = f"{TOP}.zip"
@@ -167,3 +177,43 @@ def _stream(archive: zipfile.ZipFile, name: str, source: Path) -> None:
     info.file_size = source.stat().st_size
     with source.open("rb") as reader, archive.open(info, "w") as writer:
         shutil.copyfileobj(reader, writer, 1 << 20)
+
+
+# --- the replica in use: its profile, a cache without the wheel, the module fixture -----------
+
+# The pinned onnxruntime-gpu wheel of the GPU profile: a cache that has it never reads the zip.
+ORT_GPU_WHEEL_SHA256 = "522f7495918176cb8c1a3c78bde7152d984f7096acc786c73a27643af8af87c9"
+
+
+def replica_profile(path: Path, replica: Replica) -> Path:
+    """The GPU profile with the onnxruntime zip's pins replaced by the replica's (same URL)."""
+    text = (REPO / "manifests" / "profiles" / "ort-1.19.2-gpu-cuda12.toml").read_text()
+    pins = {
+        'name = "ort-1.19.2-gpu-cuda12"': 'name = "replica-gpu"',
+        "c04c6342b9e351d2ec7ebd84ce08f3ea4f20706993b40172234c535ace25f629": replica.sha256,
+        "9576eafca59fc7f2af9f62d7ee8aa31208ef965d17f3ad71747d5a9a46cdffd6b3958dc945109d82937555df8bb35319ce92925e66ab707f1ca8e7564ecb3ced": replica.sha512,  # noqa: E501
+    }
+    for old, new in pins.items():
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    path.write_text(text)
+    return path
+
+
+def linked_cache(source: Path, target: Path, without: str) -> Path:
+    """A cache of our own with the session's verified wheels and extracted trees as hard links
+    (instant), minus the archive `without` (its blob, record and tree): the cache is tried
+    before any mirror, so a cached onnxruntime-gpu wheel would be used instead of the zip."""
+    ignore = shutil.ignore_patterns(f"{without}*")
+    shutil.copytree(source, target, copy_function=os.link, ignore=ignore)
+    return target
+
+
+@pytest.fixture(scope="module")
+def replica(real_dlls: RealDlls, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Replica]:
+    require(
+        shutil.which("x86_64-w64-mingw32-dlltool") is not None,
+        "mingw-w64 is not installed (apt-get install mingw-w64)",
+    )
+    with scratch(tmp_path_factory, "replica") as folder:
+        yield build_replica(real_dlls["onnxruntime-gpu"], folder)
