@@ -1,7 +1,7 @@
 """Benchmark: names-only PE parsing and the whole closure on the real GPU set, against
 `objdump -p` (mingw binutils) on the same files, measured in the same run.
 
-    python tools/bench_deps.py [--repeat N]
+    python benchmarks/deps.py [--repeat N]
 
 Needs the real wheels (python tools/fetch_test_wheels.py) and x86_64-w64-mingw32-objdump.
 Prints seconds and the ratio to the baseline; no thresholds here, the numbers are for people.
