@@ -31,7 +31,7 @@ from bundler.audit.loadrun import prove_load
 from bundler.closure.plan import Status
 from bundler.findings import Severity
 from tests.conftest import GPU
-from tests.support.builds import linked_copy
+from tests.support.builds import broken_copy
 from tests.support.gpu_closure import CUDNN
 from tests.support.mingw import compile_c
 from tests.support.pefactory import write_pe
@@ -70,14 +70,6 @@ def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     about 1 GB, removed when the module is done)."""
     with scratch(tmp_path_factory, "run-cache") as folder:
         yield folder
-
-
-def without(bundle: Path, target: Path, *names: str) -> Path:
-    """A hard-linked copy of the bundle minus `names` (unlinking a link leaves the cache)."""
-    linked_copy(bundle, target, without="")
-    for name in names:
-        (target / name).unlink()
-    return target
 
 
 def bundle_env(**extra: str) -> dict[str, str]:
@@ -208,7 +200,7 @@ def test_a_relative_folder_runs_the_app_it_names(gpu_bundle: Path, wine: Wine) -
 def test_without_cudnn64_9_loader_and_audit_agree(
     gpu_bundle: Path, wine: Wine, tmp_path: Path
 ) -> None:
-    broken = without(gpu_bundle, tmp_path / "b", "cudnn64_9.dll")
+    broken = broken_copy(gpu_bundle, tmp_path / "b", "cudnn64_9.dll")
     data, code, stderr = audit_run(broken, in_prefix(wine))
     assert code == 17, stderr
     proof = proof_of(data)
@@ -233,7 +225,7 @@ def test_without_vcruntime140_1_the_loader_reports_it_too(
     gpu_bundle: Path, wine: Wine, tmp_path: Path
 ) -> None:
     """Forcing the absent DLL native is the point: Wine's builtin would hide it."""
-    broken = without(gpu_bundle, tmp_path / "b", "vcruntime140_1.dll")
+    broken = broken_copy(gpu_bundle, tmp_path / "b", "vcruntime140_1.dll")
     data, code, stderr = audit_run(broken, in_prefix(wine))
     assert code == 17, stderr
     proof = proof_of(data)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from tests.conftest import REPO
 from tests.support.graphs import circles
+from tests.support.trees import write_tree
 
 FOLDERS = ("bundler", "tools", "tests", "benchmarks", "examples")
 
@@ -54,8 +55,5 @@ def test_a_planted_circle_through_a_function_is_found(tmp_path: Path) -> None:
         "tools/c.py": "import tools.a\nx = 1\n",
         "tools/d.py": "import tools.a\n",
     }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
-    graph = import_graph(tmp_path, ("tools",))
+    graph = import_graph(write_tree(tmp_path, files), ("tools",))
     assert circles(graph) == [["tools.a", "tools.b", "tools.c"]]

@@ -29,6 +29,7 @@ import pytest
 
 from tests.conftest import REPO
 from tests.support.graphs import circles
+from tests.support.trees import write_tree
 
 PACKAGE = REPO / "bundler"
 WINGS = ("acquire", "render", "ship", "audit", "rules", "measure", "cli")
@@ -268,12 +269,7 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
 
 
 def planted(tmp_path: Path, files: dict[str, str]) -> Iterator[tuple[str, ast.Module]]:
-    root = tmp_path / "bundler"
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return sources(root)
+    return sources(write_tree(tmp_path / "bundler", files))
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tests.support.trees import write_tree
 
 TESTS = ("tests",)
 OUTSIDE = ("bundler", "tools", "benchmarks", "examples")
@@ -94,11 +95,7 @@ def test_the_walk_reads_conftest_the_support_modules_and_the_test_modules() -> N
 
 def planted(tmp_path: Path, files: dict[str, str]) -> Path:
     """A small repository of `files` (path -> text) under tmp_path: its root."""
-    for name, text in files.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return tmp_path
+    return write_tree(tmp_path, files)
 
 
 @pytest.mark.parametrize(

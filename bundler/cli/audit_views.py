@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bundler.cli.dry_run_views import settings_part
 from bundler.cli.sizes import human_size
 from bundler.closure.plan import Status
 from bundler.findings import SEVERITY_ORDER, Finding, Severity
@@ -140,8 +141,7 @@ def _finding_lines(item: Finding) -> list[str]:
 def audit_json(report: AuditReport, picked: Options | None = None) -> str:
     """The report; with --run or --html, also `settings`: the cache folder those used, with
     its origin, as --dry-run --json gives settings."""
-    settings = {"settings": picked.report()} if picked is not None and picked.origins else {}
-    return json.dumps(report.to_dict() | settings, indent=2)
+    return json.dumps(report.to_dict() | settings_part(picked), indent=2)
 
 
 def explain_json(explanation: Explanation, folder: Path) -> str:

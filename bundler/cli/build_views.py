@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bundler.cli.dry_run_views import settings_part
 from bundler.cli.sizes import human_size
 from bundler.closure.lock import LOCK_NAME
 from bundler.closure.plan import Status
@@ -181,7 +182,7 @@ def iss_json(result: IssResult, picked: Options | None = None) -> str:
         "compile_powershell": _iscc_line_powershell(result),
         "iscc_args": list(_iscc_args(result)),
     }
-    return json.dumps(data | extra | _settings(picked), indent=2)
+    return json.dumps(data | extra | settings_part(picked), indent=2)
 
 
 def _iscc_args(result: IssResult) -> tuple[str, ...]:
@@ -230,13 +231,7 @@ def postbuild_json(result: PostbuildResult, picked: Options | None = None) -> st
     the settings resolved with their origins (the cache folder)."""
     data = {"schema_version": 1, **_paths(dataclasses.asdict(result))}
     placeholder = None if result.project_relative else PLACEHOLDER
-    return json.dumps(data | {"placeholder": placeholder} | _settings(picked), indent=2)
-
-
-def _settings(picked: Options | None) -> dict[str, object]:
-    """{"settings": {name: {"value", "from"}}}, as --dry-run --json gives them; nothing when
-    the command resolved none."""
-    return {"settings": picked.report()} if picked is not None and picked.origins else {}
+    return json.dumps(data | {"placeholder": placeholder} | settings_part(picked), indent=2)
 
 
 def msbuild_report(result: MsbuildResult) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # type hints only: importing views must not import every command's modules
+    from bundler.config.options import Options
     from bundler.target.profiles import Profile
 
 Settings = Mapping[str, Mapping[str, object]]
@@ -35,6 +36,13 @@ def dry_run_json(command: str, steps: Sequence[str], settings: Settings) -> str:
         "settings": {name: dict(setting) for name, setting in settings.items()},
     }
     return json.dumps(document, indent=2)
+
+
+def settings_part(picked: Options | None) -> dict[str, object]:
+    """{"settings": ...} in the dry run's shape, for a command's own --json (render, audit
+    --run/--html): the settings it resolved, each with its origin; nothing when it resolved
+    none."""
+    return {"settings": picked.report()} if picked is not None and picked.origins else {}
 
 
 def _shown(value: object) -> str:
