@@ -368,3 +368,31 @@ def test_pip_source_fetches_a_py3_wheel_that_declares_requires_python(
     fetched = pip_download(source, out)
     assert fetched == out / wheel
     assert hashlib.sha256(fetched.read_bytes()).hexdigest() == digest
+
+
+def test_a_wheel_pip_wrote_into_the_cache_is_renamed_into_the_store(tmp_path: Path) -> None:
+    """pip's download lies in the cache's tmp/: it is hashed where it lies and renamed, so its
+    bytes are written once (the store's blob is the very file pip wrote); one that breaks the
+    pin is removed and nothing is stored."""
+    from bundler.acquire.cache import Cache
+    from bundler.errors import IntegrityError
+
+    cache = Cache(tmp_path / "cache")
+    cache.prepare()
+    data = b"a wheel's bytes" * 1000
+    digest = hashlib.sha256(data).hexdigest()
+    written = cache.tmp / "pip-1" / "x-1.0-py3-none-win_amd64.whl"
+    written.parent.mkdir()
+    written.write_bytes(data)
+    inode = written.stat().st_ino
+    stored = cache.import_own(written, digest, written.name, "pip:x==1.0")
+    assert (stored.stat().st_ino, stored.read_bytes()) == (inode, data)
+    assert not written.exists()
+    assert [entry.origins for entry in cache.entries()] == [("pip:x==1.0",)]
+
+    other = written.parent / "y-1.0-py3-none-win_amd64.whl"
+    other.write_bytes(b"other bytes")
+    wrong = hashlib.sha256(b"the pinned bytes").hexdigest()
+    with pytest.raises(IntegrityError, match=f"does not match the pin {wrong}"):
+        cache.import_own(other, wrong, other.name, "pip:y==1.0")
+    assert not other.exists() and cache.lookup(wrong) is None

@@ -234,6 +234,18 @@ class Cache:
             )
         return self.add(temp, sha256, name, origin)
 
+    def import_own(self, written: Path, sha256: str, name: str, origin: str) -> Path:
+        """Store a file another program wrote into the cache's tmp/ (pip's download): hashed
+        where it lies, then renamed into the store, so its bytes are written once."""
+        actual = file_sha256(written)
+        if actual != sha256:
+            written.unlink()
+            raise IntegrityError(
+                f"{origin}: SHA-256 {actual} does not match the pin {sha256}; the index "
+                "serves a different file: check the index (pip's settings) or the pin."
+            )
+        return self.add(written, sha256, name, origin)
+
     def _copy_in(self, handle: IO[bytes], digest: hashlib._Hash) -> Path:
         """`handle`'s bytes in a new temporary file of the cache, hashed on the way; a cache
         that cannot take them (full, read-only) is an OutputError, with nothing left behind."""

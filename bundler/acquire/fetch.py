@@ -86,6 +86,6 @@ class Fetcher:
                 size = wheel.stat().st_size
                 if report:
                     report(size, size)
-                return self.cache.import_copy(wheel, source.sha256, source.wheel, origin)
+                return self.cache.import_own(wheel, source.sha256, source.wheel, origin)
         except OSError as exc:  # the cache's disk: another source would not help
             raise self.cache.write_error(exc) from exc
