@@ -18,6 +18,7 @@ from tests.conftest import CPU, GPU, HELLO, REPO, RealDlls
 from tests.conftest import bundle_from_cache as bundle
 from tests.support.doctor import DRIVER_516, DRIVER_551, Machine
 from tests.support.inno import VC_REDIST_LOG, InnoSetup
+from tests.support.wineprefix import replace_file
 
 pytestmark = pytest.mark.realdata
 
@@ -319,8 +320,8 @@ def test_an_upgrade_leaves_nothing_of_the_previous_version_behind(
         inno.install(setup1, folder, log=tmp_path / "v1.log").check()
         assert (app / "libc.dll").is_file() and (app / "vcruntime140.dll").is_file()
         (app / "my settings.ini").write_text("user data\n")
-        for path in placed:
-            shutil.copyfile(real_dlls["msvc-runtime"] / path.name, path)
+        for path in placed:  # replaced, not written into: Wine's own are template links
+            replace_file(path, (real_dlls["msvc-runtime"] / path.name).read_bytes())
         result = inno.install(setup2, folder, log=tmp_path / "v2.log").check()
         on_disk = {p.relative_to(app).as_posix() for p in app.rglob("*") if p.is_file()}
         assert "libc.dll" not in on_disk, result.log

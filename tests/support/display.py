@@ -4,7 +4,8 @@ and the doctor's pack probes (tests/test_doctor.py). A prefix is ~700 MB written
 wineboot; one per module made two of them.
 
 A module that changes the prefix puts it back when it ends (the EP packs' driver stand-ins in
-System32 with `drivers_installed`; the doctor's registry keys in its own tests).
+System32 with `drivers_installed`; the doctor's registry keys in its own tests), replacing files,
+never writing into them: the prefix's program files are hard links (tests/support/wineprefix.py).
 
 Wine's Direct3D 12 (vkd3d) needs a Vulkan driver for a device: LAVAPIPE is Mesa's software one,
 which a test names in $VK_ICD_FILENAMES (the doctor's probe, the EP packs' installed setup)."""
@@ -22,6 +23,7 @@ import pytest
 from tests.conftest import require
 from tests.support.inno import Xvfb
 from tests.support.wine import SERVER_TIMEOUT, Wine, require_wine
+from tests.support.wineprefix import replace_file
 
 # Mesa's software Vulkan driver (Debian 12: mesa-vulkan-drivers), which vkd3d needs for D3D12.
 LAVAPIPE = Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")
@@ -68,14 +70,14 @@ class DisplayWine(Wine):
             for source in files:
                 target = self.system32 / source.name
                 saved[target] = target.read_bytes() if target.is_file() else None
-                shutil.copyfile(source, target)
+                replace_file(target, source.read_bytes())
             yield
         finally:
             for target, old in saved.items():
                 if old is None:
                     target.unlink(missing_ok=True)
                 else:
-                    target.write_bytes(old)
+                    replace_file(target, old)
 
 
 @pytest.fixture(scope="session")

@@ -37,6 +37,7 @@ import pytest
 
 from tests.conftest import require, test_cache_dir
 from tests.support.wine import SERVER_TIMEOUT, Wine, require_wine
+from tests.support.wineprefix import seed
 
 ISCC_VERSION = "6.4.1"
 WINDOWS_VERSION = "win10"
@@ -223,6 +224,7 @@ class InnoSetup(Wine):
         Mono / Gecko install)."""
         if self._up:
             return
+        seed(self.prefix)
         self._quietly("wineserver", "-p")  # -p: persist until killed
         done = self._quietly(
             "wine", "winecfg", "/v", WINDOWS_VERSION, WINEDLLOVERRIDES="mscoree,mshtml="

@@ -30,6 +30,7 @@ from typing import IO
 import pytest
 
 from tests.conftest import require
+from tests.support.wineprefix import seed
 
 NATIVE_VC_RUNTIME = "msvcp140,msvcp140_1,vcruntime140,vcruntime140_1=n"
 SERVER_TIMEOUT = 60.0  # wineboot / wineserver -k: seconds, even on a cold page cache
@@ -100,6 +101,7 @@ class Wine:
         """Start the server and the prefix's services; the first start creates the prefix."""
         if self._up:
             return
+        seed(self.prefix)
         self._quietly("wineserver", "-p")  # -p: persist until killed, not 3 s after the last exit
         # mscoree/mshtml disabled: no attempt to install Wine Mono / Gecko into the prefix.
         boot = self._quietly("wineboot", "-i", WINEDLLOVERRIDES="mscoree,mshtml=")
