@@ -28,9 +28,10 @@ pytest_plugins = [
     "tests.support.winbuild",
     "tests.support.mingw",
     "tests.support.scratch",
+    "tests.support.cli_budget",
 ]  # `http_server`, `wine`, `display_wine`, `inno`, `win_python` and `win_builds` (the Windows
 # tier), the programs built with mingw-w64 (`mingw_build`, `standins`, `doctor_exe`); the disk
-# watch
+# watch; the Windows unit tier's budget on its older Python
 
 REPO = Path(__file__).resolve().parent.parent
 # Defined once for every test module: the example app and the 1.19.2 profiles most tests use.

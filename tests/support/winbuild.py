@@ -8,6 +8,13 @@ copied, verified and extracted under Windows, 1 to 2 minutes for a GPU profile u
 and shared by every later test of that version; `build(...)` runs `bundle build` from it.
 The caches are removed when the version's tests are done (each GPU one is ~4 GB).
 
+The GPU 1.19.2 profile's cache (`SEEDED`) starts as the Linux session's (`gpu_cache`), its
+verified archives and extracted trees hard-linked: its fetch under Windows then finds every
+archive cached (a cache hit, checked by size, under Windows) instead of writing 4.1 GB again
+per version. A fetch that copies, verifies and extracts real wheels under Windows is still
+made for every other profile: CPU and DirectML on each version, and the 1.6 GB of CUDA 13
+wheels of 1.31.1 on the newest.
+
 Builds take `app`, a copy of examples/hello/hello.exe (its times kept), never the checkout's
 file: --link hard-links the app too, and Wine makes a file renamed to *.exe executable, so a
 linked build would change the mode of the checkout's hello.exe (git sees it modified).
@@ -23,6 +30,7 @@ own paths are.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from collections.abc import Iterable, Iterator
@@ -31,12 +39,14 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import HELLO, require, test_cache_dir
+from tests.conftest import GPU, HELLO, require, test_cache_dir
 from tests.support.winpython import WinPython, winpath
 
 # pip is never asked for the network; the host's pip settings (PIP_FIND_LINKS to a Unix
 # folder) mean nothing to the Windows pip.
 OFFLINE_PIP = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": ""}
+# Profiles whose Windows cache starts from the Linux session's (the module docstring).
+SEEDED = (GPU,)
 FETCH_TIMEOUT = 900.0  # seconds: a cold GPU fetch under Wine takes 1 to 2 minutes
 BUILD_TIMEOUT = 600.0
 
@@ -54,9 +64,10 @@ def mirror() -> Path:
 class WinBuilds:
     """One Windows Python's fetched caches (one per profile) and the builds made from them."""
 
-    def __init__(self, python: WinPython, root: Path) -> None:
+    def __init__(self, python: WinPython, root: Path, seeds: dict[str, Path]) -> None:
         self.python = python
         self.root = root
+        self.seeds = seeds  # profile: a verified cache whose archives this one starts with
         self.fetched: dict[str, subprocess.CompletedProcess[str]] = {}
         self.app = root / "app" / HELLO.name
         self.app.parent.mkdir(parents=True, exist_ok=True)
@@ -81,6 +92,8 @@ class WinBuilds:
         fetch's output stays in `fetched[profile]`."""
         folder = self.root / profile
         if profile not in self.fetched:
+            if profile in self.seeds and not folder.exists():
+                linked_archives(self.seeds[profile], folder)
             done = self.bundle(
                 "fetch", "--profile", profile, "--cache-dir", winpath(folder),
                 "--mirror", winpath(mirror()), "--json", timeout=FETCH_TIMEOUT,
@@ -111,14 +124,32 @@ class WinBuilds:
 BUILDS = pytest.StashKey[dict[str, WinBuilds]]()
 
 
+def linked_archives(source: Path, target: Path) -> None:
+    """`source`'s verified archives and extracted trees in a new cache `target`, the files
+    hard-linked and their records (*.json, rewritten by renaming) copied; its locks, partial
+    downloads and rendered templates stay the source's own."""
+
+    def link_or_copy(path: str, into: str) -> None:
+        if path.endswith(".json"):
+            shutil.copy2(path, into)
+        else:
+            os.link(path, into)
+
+    skipped = shutil.ignore_patterns("locks", "tmp", "templates", "packs", "wineprefix")
+    shutil.copytree(source, target, copy_function=link_or_copy, ignore=skipped)
+
+
 @pytest.fixture(scope="session")
 def win_builds(
-    win_python: WinPython, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+    win_python: WinPython,
+    gpu_cache: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
 ) -> Iterator[WinBuilds]:
     """Fetched caches for `win_python`'s version; removed when its tests are done."""
     mirror()
     root = tmp_path_factory.mktemp(f"win{win_python.minor}-caches")
-    builds = WinBuilds(win_python, root)
+    builds = WinBuilds(win_python, root, {profile: gpu_cache for profile in SEEDED})
     request.config.stash.setdefault(BUILDS, {})[win_python.minor] = builds
     try:
         yield builds
