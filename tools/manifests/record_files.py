@@ -6,11 +6,11 @@ every artifact with a pinned wheel, each DLL of the wheel that the artifact `pro
 and delay-import names (API sets left out). The block runs from its marker line to the end of
 the file and is replaced as a whole; everything above it stays as written.
 
-    python tools/record_files.py [PROFILE.toml ...] [--cache DIR] [--check]
+    python -m tools.manifests.record_files [PROFILE.toml ...] [--cache DIR] [--check]
 
 Without PROFILE, every hand-written shipped profile (a derived one gets its block from
 `bundle profiles new`). The wheels come from the test cache that
-tools/fetch_test_wheels.py fills (downloaded and verified against the profile's pins when
+tools/testing/fetch_test_wheels.py fills (downloaded and verified against the profile's pins when
 absent). --check changes nothing and exits 1 when a profile's block is not what it would write.
 """
 
@@ -20,24 +20,19 @@ import argparse
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tools"))
-
-from fetch_test_wheels import default_cache, download, extract  # noqa: E402
-
-from bundler.binary.pe import read_pe  # noqa: E402
-from bundler.rules.derive.facts import recorded_file  # noqa: E402
-from bundler.rules.derive.profile_toml import RECORDED_MARKER, recorded_files_toml  # noqa: E402
-from bundler.target.loads import RecordedFile  # noqa: E402
-from bundler.target.profiles import (  # noqa: E402
+from bundler.binary.pe import read_pe
+from bundler.rules.derive.facts import recorded_file
+from bundler.rules.derive.profile_toml import RECORDED_MARKER, recorded_files_toml
+from bundler.target.loads import RecordedFile
+from bundler.target.profiles import (
     PipSource,
     Profile,
     available_profiles,
     load_profile_file,
     matches,
 )
-from bundler.target.system import load_system_policy  # noqa: E402
+from bundler.target.system import load_system_policy
+from tools.testing.fetch_test_wheels import default_cache, download, extract
 
 
 def recorded(profile: Profile, cache: Path) -> list[RecordedFile]:
@@ -61,7 +56,7 @@ def recorded(profile: Profile, cache: Path) -> list[RecordedFile]:
 def rewritten(path: Path, files: list[RecordedFile]) -> str:
     text = path.read_text(encoding="utf-8")
     head = text.split("\n" + RECORDED_MARKER, 1)[0].rstrip("\n") + "\n"
-    how = "Measured by tools/record_files.py on each artifact's pinned wheel"
+    how = "Measured by tools/manifests/record_files.py on each artifact's pinned wheel"
     return head + "\n".join(recorded_files_toml(files, how)) + "\n"
 
 

@@ -7,9 +7,9 @@ per group (the core, then each wing), between the markers `<!-- modules -->` and
 renamed or removed, or a docstring changed, shows up here by running the tool, and
 tests/test_docs_site.py fails until it has been run.
 
-    python tools/repository_map.py            # print the page as it should be
-    python tools/repository_map.py --write    # write docs/repository.md
-    python tools/repository_map.py --check    # exit 1 when docs/repository.md differs
+    python -m tools.docs.repository_map            # print the page as it should be
+    python -m tools.docs.repository_map --write    # write docs/repository.md
+    python -m tools.docs.repository_map --check    # exit 1 when docs/repository.md differs
 """
 
 from __future__ import annotations
@@ -19,11 +19,7 @@ import re
 import sys
 from pathlib import Path
 
-# The repository on the path, so `tools` imports as a package however this file is run (the
-# embeddable CPython for Windows does not put a script's folder on sys.path).
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from tools.generated_page import REPO, PageError, page_main
+from tools.generated.command import REPO, PageError, page_main
 
 PAGE = REPO / "docs" / "repository.md"
 # The core's packages, lowest first (tests/test_layers.py's CORE_PACKAGES, which a test keeps
@@ -107,7 +103,7 @@ def render(page: str, package: Path = PACKAGE) -> str:
 def main(argv: list[str] | None = None) -> int:
     description = __doc__.splitlines()[0]
     return page_main(
-        "repository_map.py", description, PAGE, lambda: render(PAGE.read_text("utf-8")), argv
+        __spec__.name, description, PAGE, lambda: render(PAGE.read_text("utf-8")), argv
     )
 
 
