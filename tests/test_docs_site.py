@@ -98,9 +98,9 @@ def test_the_package_map_check_can_fail(tmp_path: Path) -> None:
     assert "| `ship/deploy` | act | put files |" in rendered
     assert "stale" not in rendered and rendered.endswith("after\n")
     (package / "ship" / "archive.py").write_text('"""Packs files."""\n')
-    with pytest.raises(repository_map.PageError, match=r"ship/archive\.py"):
+    with pytest.raises(repository_map.GenerationError, match=r"ship/archive\.py"):
         repository_map.render(page, package)
-    with pytest.raises(repository_map.PageError, match="markers"):
+    with pytest.raises(repository_map.GenerationError, match="markers"):
         repository_map.render("# no markers\n", package)
 
 

@@ -302,7 +302,7 @@ def _check(pack: EpPack, where: str) -> None:
             if dll_key(value) not in names:
                 raise ProfileError(
                     f"{where}: key '{key}' names {value}, which is not in [[files]]; fix the "
-                    "name or regenerate the block (python -m tools.manifests.ep_facts)."
+                    "name or regenerate the block (python -m tools.manifests.ep_facts --write)."
                 )
     for value in pack.licenses:
         if value not in paths:

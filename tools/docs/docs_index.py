@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import sys
 
-from tools.generated.command import REPO, PageError, page_main
+from tools.generated.command import REPO, Generated, GenerationError, generated_main
 
 README = REPO / "README.md"
 INDEX = REPO / "docs" / "index.md"
@@ -84,9 +84,10 @@ def main(argv: list[str] | None = None) -> int:
         try:
             return render(README.read_text(encoding="utf-8"), INDEX.read_text(encoding="utf-8"))
         except SharedPartError as exc:
-            raise PageError(str(exc)) from exc
+            raise GenerationError(str(exc)) from exc
 
-    return page_main(__spec__.name, __doc__.splitlines()[0], INDEX, page, argv)
+    index = Generated(INDEX, page)
+    return generated_main(__spec__.name, __doc__.splitlines()[0], lambda _: [index], argv)
 
 
 if __name__ == "__main__":

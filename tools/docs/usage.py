@@ -28,7 +28,7 @@ os.environ["COLUMNS"] = str(WIDTH := 80)
 import typer
 import typer.core
 
-from tools.generated.command import REPO, page_main
+from tools.generated.command import REPO, Generated, generated_main
 
 # The environment variable is read when typer.core is first imported; switch rich off here too
 # in case it already was (typer >= 0.16 has HAS_RICH, older releases test the `rich` module).
@@ -83,7 +83,8 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return page_main(__spec__.name, __doc__.splitlines()[0], USAGE_MD, render, argv)
+    page = Generated(USAGE_MD, render)
+    return generated_main(__spec__.name, __doc__.splitlines()[0], lambda _: [page], argv)
 
 
 if __name__ == "__main__":
