@@ -12,7 +12,7 @@
   measure. Python that a shell script of tools/ runs inline edits no sys.path either.
 - Every module of both imports as a module of its package, in a process of its own.
 - One command line for every generator of a committed file: only tools/generated/command.py
-  declares `--check`.
+  declares `--check`, and its --check, --write and print are shown on files of a tmp_path.
 
 Each checker also runs on a copy of the real folders with a planted violation, so the test can
 fail.
@@ -31,6 +31,7 @@ import pytest
 
 from tests.conftest import REPO
 from tests.support.trees import write_tree
+from tools.generated.command import Generated, generated_main
 
 FOLDERS = ("tools", "benchmarks")
 ORT_FOLDER = "ort_dir"  # the named exception: the user-given ONNX Runtime folder
@@ -274,3 +275,34 @@ def test_a_planted_second_check_main_is_found(tmp_path: Path) -> None:
     )
     lines = (root / "tools/manifests/record_files.py").read_text(encoding="utf-8").count("\n")
     assert check_flags(root) == [f"tools/manifests/record_files.py:{lines}"]
+
+
+# --- the one command line of the generators, on files of a tmp_path ---------------------------
+
+
+def test_the_shared_command_line_prints_checks_and_writes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A stale file fails --check with the command that mends it and is left alone; --write
+    rewrites it alone and has the loader read it back; the print shows each file."""
+    stale, fresh = tmp_path / "stale.toml", tmp_path / "fresh.toml"
+    stale.write_text("old\n")
+    fresh.write_text("same\n")
+    loaded: list[Path] = []
+    files = [
+        Generated(stale, lambda: "new\n", loaded.append),
+        Generated(fresh, lambda: "same\n", loaded.append),
+    ]
+
+    def main(*argv: str) -> int:
+        return generated_main("tools.kind.tool", "a tool", lambda _: files, list(argv))
+
+    assert main("--check") == 1
+    out, err = capsys.readouterr()
+    assert f"{stale} is out of date: run python -m tools.kind.tool --write" in err
+    assert f"{fresh}: up to date" in out and stale.read_text() == "old\n"
+    assert main() == 0
+    assert capsys.readouterr().out == f"==> {stale} <==\nnew\n==> {fresh} <==\nsame\n"
+    assert main("--write") == 0
+    assert stale.read_text() == "new\n" and loaded == [stale]
+    assert main("--check") == 0
