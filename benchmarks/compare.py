@@ -1,7 +1,7 @@
 """Before and after: the quick commands of benchmarks/run.py (P1, P3, P7) from this checkout
 against the same commands from another revision, interleaved in every repetition.
 
-    python benchmarks/compare.py --base 958f878 --repeat 15
+    python -m benchmarks.compare --base 958f878 --repeat 15
 
 A refactoring promises "every command within +3 %" (issue 30). Two runs of run.py one after the
 other cannot show 3 %: a change of load between them moves one side only. Here every repetition
@@ -22,11 +22,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from benchmarks.harness import EXE, REPO, Data, bundle, bundle_env, gpu_args, output, run
 from benchmarks.run import _msbuild_command, prepare
-from tools.fetch_test_wheels import default_cache
+from tools.testing.fetch_test_wheels import default_cache
 
 
 def commands(data: Data, side: str) -> dict[str, list[str]]:

@@ -1,9 +1,9 @@
 """Benchmark: names-only PE parsing and the whole closure on the real GPU set, against
 `objdump -p` (mingw binutils) on the same files, measured in the same run.
 
-    python benchmarks/deps.py [--repeat N]
+    python -m benchmarks.deps [--repeat N]
 
-Needs the real wheels (python tools/fetch_test_wheels.py) and x86_64-w64-mingw32-objdump.
+Needs the real wheels (python -m tools.testing.fetch_test_wheels) and x86_64-w64-mingw32-objdump.
 Prints seconds and the ratio to the baseline; no thresholds here, the numbers are for people.
 """
 
@@ -16,16 +16,14 @@ import sys
 import time
 from pathlib import Path
 
+from bundler.binary.pe import read_pe
+from bundler.closure.plan import Status
+from bundler.closure.resolve import resolve
+from bundler.target.profiles import load_profile
+from bundler.target.system import load_system_policy
+from tools.testing.fetch_test_wheels import default_cache, dll_folder, pinned_wheels
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from bundler.binary.pe import read_pe  # noqa: E402
-from bundler.closure.plan import Status  # noqa: E402
-from bundler.closure.resolve import resolve  # noqa: E402
-from bundler.target.profiles import load_profile  # noqa: E402
-from bundler.target.system import load_system_policy  # noqa: E402
-from tools.fetch_test_wheels import default_cache, dll_folder, pinned_wheels  # noqa: E402
-
 PROFILE = "ort-1.19.2-gpu-cuda12"
 OBJDUMP = "x86_64-w64-mingw32-objdump"
 

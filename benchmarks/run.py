@@ -1,10 +1,10 @@
 """Benchmark: `bundle` on the real 2.6 GB GPU payload, each command beside its yardstick.
 
-    python benchmarks/run.py [--repeat N] [--only P1,P2,...] [--work DIR] [--json FILE]
-    python benchmarks/run.py --windows 3.13 --only P1,P2,P3   # CPython for Windows, under Wine
+    python -m benchmarks.run [--repeat N] [--only P1,P2,...] [--work DIR] [--json FILE]
+    python -m benchmarks.run --windows 3.13 --only P1,P2,P3   # CPython for Windows, under Wine
 
 Prepares the real data in the tests' cache ($BUNDLE_TEST_CACHE, else ~/.cache/bundle-tests:
-the pinned wheels, fetched by tools/fetch_test_wheels.py when missing), then times whole
+the pinned wheels, fetched by tools/testing/fetch_test_wheels.py when missing), then times whole
 processes, N repetitions of each command paired with its yardstick in the same repetition, and
 prints the median, min and max, the ratio (median of the paired ratios) next to its target,
 and the machine. Exits 1 when a target is missed, 2 when something could not be measured.
@@ -30,13 +30,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-from benchmarks import compression, runtime_pack, windows  # noqa: E402
-from benchmarks.harness import (  # noqa: E402
+from benchmarks import compression, runtime_pack, windows
+from benchmarks.harness import (
     EXE,
     PROFILE,
     PYTHON,
+    REPO,
     WINDOWS,
     Data,
     Failed,
@@ -51,10 +50,10 @@ from benchmarks.harness import (  # noqa: E402
     run,
     warm,
 )
-from bundler.disk.files import FICLONE  # noqa: E402
-from bundler.errors import BundleError  # noqa: E402
-from bundler.target.profiles import PipSource, UrlSource, load_profile  # noqa: E402
-from tools.fetch_test_wheels import default_cache, dll_folder, pinned_wheels  # noqa: E402
+from bundler.disk.files import FICLONE
+from bundler.errors import BundleError
+from bundler.target.profiles import PipSource, UrlSource, load_profile
+from tools.testing.fetch_test_wheels import default_cache, dll_folder, pinned_wheels
 
 OBJDUMP = "x86_64-w64-mingw32-objdump"
 DLLTOOL = "x86_64-w64-mingw32-dlltool"
@@ -81,7 +80,8 @@ def prepare(work: Path) -> Data:
     wheels = default_cache() / "wheels"
     wanted = [source.wheel for source in _pip_sources()]
     if not all((wheels / name).is_file() for name in wanted):
-        subprocess.run([sys.executable, str(REPO / "tools" / "fetch_test_wheels.py")], check=True)
+        fetch_wheels = [sys.executable, "-m", "tools.testing.fetch_test_wheels"]
+        subprocess.run(fetch_wheels, cwd=REPO, check=True)
     cache = work / "cache"
     pip_env = {**env, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels)}
     fetch = bundle("fetch", "--profile", PROFILE, "--source", "pip", "--cache-dir", str(cache))

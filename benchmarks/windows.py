@@ -1,8 +1,8 @@
-"""`benchmarks/run.py --windows 3.11|3.13`: bundle run by python.org's CPython for Windows under
-Wine, as the tests' Windows tier runs it (tools/windows_python.py sets the interpreter up,
-tests/support/winpython.py says how it is run). The yardsticks stay Linux programs (`cp`,
-`objdump`), so a ratio measured this way holds Wine's overhead too: `overhead` measures it in
-the same run and the report states it beside the rows."""
+"""`python -m benchmarks.run --windows 3.11|3.13`: bundle run by python.org's CPython for
+Windows under Wine, as the tests' Windows tier runs it (tools/testing/windows_python.py sets the
+interpreter up, tests/support/winpython.py says how it is run). The yardsticks stay Linux
+programs (`cp`, `objdump`), so a ratio measured this way holds Wine's overhead too: `overhead`
+measures it in the same run and the report states it beside the rows."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from tests.support.wine import Wine
-from tools.windows_python import PATH_VARIABLE, ensure
+from tools.testing.windows_python import PATH_VARIABLE, ensure
 
 REPO = Path(__file__).resolve().parent.parent
 

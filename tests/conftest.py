@@ -96,8 +96,8 @@ test_cache_dir.__test__ = False  # type: ignore[attr-defined]
 def real_dlls() -> RealDlls:
     """The DLL folders of the real wheels the 1.19.2 profiles pin (the release most tests are
     about; the catalogue's other releases have tests of their own), fetched by
-    tools/fetch_test_wheels.py."""
-    from tools.fetch_test_wheels import dll_folder, pinned_wheels
+    tools/testing/fetch_test_wheels.py."""
+    from tools.testing.fetch_test_wheels import dll_folder, pinned_wheels
 
     extracted = test_cache_dir() / "extracted"
     folders: dict[str, Path] = {}
@@ -105,7 +105,8 @@ def real_dlls() -> RealDlls:
         stem = extracted / wheel.removesuffix(".whl")
         require(
             (stem / ".complete").is_file(),
-            f"real DLLs of {wheel} not in {extracted}: run python tools/fetch_test_wheels.py",
+            f"real DLLs of {wheel} not in {extracted}: "
+            "run python -m tools.testing.fetch_test_wheels",
         )
         folders[source.package] = dll_folder(stem)
     return RealDlls(folders)

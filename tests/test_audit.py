@@ -31,7 +31,7 @@ from tests.support.builds import broken_copy, build, patched_copy
 from tests.support.locks import lock_for
 from tests.support.pefactory import PESpec, write_pe
 from tests.support.synthetic_gpu import PROVIDER, synthetic_gpu
-from tools.findings_page import catalogue_markdown
+from tools.docs.findings_page import catalogue_markdown
 
 # --- the catalogue --------------------------------------------------------------------------------
 

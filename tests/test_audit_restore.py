@@ -125,7 +125,8 @@ def test_the_shipped_profiles_records_are_the_pinned_dlls_import_tables(real_dll
     """The [[files]] blocks are data measured on the real wheels, not copied from our output:
     the tool reads the pinned DLLs again and must find every block up to date."""
     result = subprocess.run(
-        [sys.executable, str(REPO / "tools" / "record_files.py"), "--check"],
+        [sys.executable, "-m", "tools.manifests.record_files", "--check"],
+        cwd=REPO,
         capture_output=True,
         text=True,
     )

@@ -1,6 +1,6 @@
 """The catalogue on the real wheels (issue 18): the CUDA 13 trap, a derivation that reproduces
 the shipped profile, a mismatch refused at build time, `profiles check` on every profile whose
-wheels CI fetches, and the catalogue proof (tools/catalogue_proof.py) under Wine for three
+wheels CI fetches, and the catalogue proof (tools/manifests/catalogue_proof.py) under Wine for three
 releases: 1.19.2, 1.22.0 (a CUDA 12 release after 1.21 that imports dxcore.dll) and 1.31.1
 (the newest, CUDA 13).
 
@@ -29,7 +29,7 @@ from tests.support.wine import Wine
 CUDA13 = "ort-1.31.1-gpu-cuda13"
 DXCORE = "ort-1.22.0-gpu-cuda12"
 PROVED = ("ort-1.19.2-gpu-cuda12", DXCORE, CUDA13)
-# What CI fetches (tools/fetch_test_wheels.py TESTED) can be checked here: every CPU and
+# What CI fetches (tools/testing/fetch_test_wheels.py TESTED) can be checked here: every CPU and
 # DirectML profile (small wheels), the 1.19.2 ones, and the two newer GPU releases.
 CHECKED = sorted(
     name
@@ -41,6 +41,7 @@ CHECKED = sorted(
 def bundle(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "bundler", *args],
+        cwd=REPO,
         capture_output=True,
         text=True,
         env={**os.environ, "BUNDLE_DEBUG": "", **pip_env()},
@@ -183,9 +184,10 @@ def test_the_catalogue_proof_of_three_releases(
 ) -> None:
     report = tmp_path / "proof.json"
     result = subprocess.run(
-        [sys.executable, str(REPO / "tools" / "catalogue_proof.py"), *PROVED,
+        [sys.executable, "-m", "tools.manifests.catalogue_proof", *PROVED,
          "--cache", str(catalogue_cache), "--work", str(tmp_path / "work"),
          "--prefix", str(wine.prefix), "--json", str(report)],
+        cwd=REPO,
         capture_output=True,
         text=True,
         env={**os.environ, "BUNDLE_DEBUG": "", **pip_env()},

@@ -1,6 +1,6 @@
 """The help texts (issue 29): nothing in brackets is lost to rich's markup, a repeatable
 argument reads `FILE...`, defaults are shown, --dry-run says what it downloads, and
-docs/usage.md (tools/usage.py) fits 80 columns."""
+docs/usage.md (tools/docs/usage.py) fits 80 columns."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def rich_help(*words: str) -> str:
 @pytest.fixture(scope="module")
 def usage_page() -> str:
     result = subprocess.run(
-        [sys.executable, str(REPO / "tools" / "usage.py")], capture_output=True, encoding="utf-8"
+        [sys.executable, "-m", "tools.docs.usage"], cwd=REPO, capture_output=True, encoding="utf-8"
     )
     assert result.returncode == 0, result.stderr
     return result.stdout

@@ -1,5 +1,5 @@
 """The documentation: README.md opens with the two commands, docs/usage.md is the CLI's own
---help (tools/usage.py), and the MkDocs site (mkdocs.yml, docs/) builds with --strict."""
+--help (tools/docs/usage.py), and the MkDocs site (mkdocs.yml, docs/) builds with --strict."""
 
 from __future__ import annotations
 
@@ -17,9 +17,10 @@ RUN_THE_TESTS = "python -m pytest"
 
 
 def test_usage_page_is_the_clis_help() -> None:
-    """A changed --help (a new option, command or help text) needs python tools/usage.py --write."""
+    """A changed --help (a new option, command or help text) needs
+    python -m tools.docs.usage --write."""
     result = subprocess.run(
-        [sys.executable, str(REPO / "tools" / "usage.py")],
+        [sys.executable, "-m", "tools.docs.usage"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -27,7 +28,8 @@ def test_usage_page_is_the_clis_help() -> None:
     )
     assert result.returncode == 0, result.stderr
     written = (REPO / "docs" / "usage.md").read_text(encoding="utf-8")
-    assert written == result.stdout, "docs/usage.md is out of date: python tools/usage.py --write"
+    mend = "python -m tools.docs.usage --write"
+    assert written == result.stdout, f"docs/usage.md is out of date: {mend}"
     for command in ("bundle", "bundle build", "bundle audit", "bundle profiles new"):
         assert f"## `{command}`\n\n```text\nUsage: {command} " in written, command
 

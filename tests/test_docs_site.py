@@ -1,9 +1,9 @@
 """The documentation site as a newcomer meets it: the front page shares README.md's text
-(tools/docs_index.py), nothing says the tool is about ORT 1.19.2 alone, every exit code has its
-row and its troubleshooting section, the Quickstart's commands are the CLI's, its code blocks
-fit a desktop and a phone screen in a real browser (headless Chromium, tests/support/chromium.py),
-and the release workflow (.github/workflows/release.yml) builds, checks and publishes the
-distribution with PyPI's trusted publishing."""
+(tools/docs/docs_index.py), nothing says the tool is about ORT 1.19.2 alone, every exit code has
+its row and its troubleshooting section, the Quickstart's commands are the CLI's, its code
+blocks fit a desktop and a phone screen in a real browser (headless Chromium,
+tests/support/chromium.py), and the release workflow (.github/workflows/release.yml) builds,
+checks and publishes the distribution with PyPI's trusted publishing."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from tests.conftest import REPO, pip_env, require, test_cache_dir
 from tests.support.chromium import CHROMIUM, NetworkRecorder, headless
 from tests.support.docs_site import built_site
 from tests.support.workflows import actionlint, load_yaml
+from tools.docs import docs_index, repository_map
 
 DOCS = REPO / "docs"
 RELEASE_WORKFLOW = REPO / ".github" / "workflows" / "release.yml"
@@ -38,9 +39,10 @@ WIDTHS = (1400, 420)  # a desktop browser, a phone
 
 
 def test_the_front_page_shares_the_readmes_text() -> None:
-    """docs/index.md's shared parts are README.md's (tools/docs_index.py --write)."""
+    """docs/index.md's shared parts are README.md's (python -m tools.docs.docs_index --write)."""
     result = subprocess.run(
-        [sys.executable, str(REPO / "tools" / "docs_index.py"), "--check"],
+        [sys.executable, "-m", "tools.docs.docs_index", "--check"],
+        cwd=REPO,
         capture_output=True,
         text=True,
         check=False,
@@ -55,11 +57,6 @@ def test_the_front_page_shares_the_readmes_text() -> None:
 
 def test_the_shared_part_check_can_fail(tmp_path: Path) -> None:
     """A drifted copy and a link the site cannot resolve are both caught."""
-    sys.path.insert(0, str(REPO / "tools"))
-    try:
-        import docs_index
-    finally:
-        sys.path.remove(str(REPO / "tools"))
     readme = "<!-- shared:a -->\nSee [x](docs/x.md).\n<!-- /shared:a -->\n"
     index = "# t\n<!-- shared:a -->\nold\n<!-- /shared:a -->\n"
     assert docs_index.render(readme, index) == index.replace("old", "See [x](x.md).")
@@ -71,9 +68,10 @@ def test_the_shared_part_check_can_fail(tmp_path: Path) -> None:
 
 def test_the_package_map_is_the_tree() -> None:
     """docs/repository.md lists every module of bundler/ with its layer and job, as the tree
-    says today (tools/repository_map.py --write)."""
+    says today (python -m tools.docs.repository_map --write)."""
     result = subprocess.run(
-        [sys.executable, str(REPO / "tools" / "repository_map.py"), "--check"],
+        [sys.executable, "-m", "tools.docs.repository_map", "--check"],
+        cwd=REPO,
         capture_output=True,
         text=True,
         check=False,
@@ -90,11 +88,6 @@ def test_the_package_map_is_the_tree() -> None:
 
 def test_the_package_map_check_can_fail(tmp_path: Path) -> None:
     """A new module shows up in the map, and one without its layer stops the tool."""
-    sys.path.insert(0, str(REPO / "tools"))
-    try:
-        import repository_map
-    finally:
-        sys.path.remove(str(REPO / "tools"))
     package = tmp_path / "bundler"
     (package / "ship").mkdir(parents=True)
     (package / "plan.py").write_text('"""Decide layer: the Plan. More."""\n')
@@ -105,9 +98,9 @@ def test_the_package_map_check_can_fail(tmp_path: Path) -> None:
     assert "| `ship/deploy` | act | put files |" in rendered
     assert "stale" not in rendered and rendered.endswith("after\n")
     (package / "ship" / "archive.py").write_text('"""Packs files."""\n')
-    with pytest.raises(repository_map.PageError, match=r"ship/archive\.py"):
+    with pytest.raises(repository_map.GenerationError, match=r"ship/archive\.py"):
         repository_map.render(page, package)
-    with pytest.raises(repository_map.PageError, match="markers"):
+    with pytest.raises(repository_map.GenerationError, match="markers"):
         repository_map.render("# no markers\n", package)
 
 
@@ -254,13 +247,14 @@ def bundle(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str
 def test_the_quickstart_commands_run_and_print_what_it_shows(tmp_path: Path) -> None:
     """The Quickstart run as written, in a copy of examples/: each `bundle` command exits 0, and
     each output line it shows is a real line of that command's output (`...` for what it
-    leaves out), in order. Artifacts come from the test cache (tools/fetch_test_wheels.py) as
-    pip would download them; `pip install` and ISCC (Windows) are left out."""
+    leaves out), in order. Artifacts come from the test cache
+    (tools/testing/fetch_test_wheels.py) as pip would download them; `pip install` and ISCC
+    (Windows) are left out."""
     wheels = test_cache_dir() / "wheels"
     require(
         any(wheels.glob("onnxruntime-1.31.1-*win_amd64.whl")),
         f"the {QUICKSTART_PROFILE} wheels are not in {wheels}: "
-        "run python tools/fetch_test_wheels.py",
+        "run python -m tools.testing.fetch_test_wheels",
     )
     shutil.copytree(REPO / "examples", tmp_path / "examples")
     shutil.rmtree(tmp_path / "examples" / "hello" / "dist", ignore_errors=True)

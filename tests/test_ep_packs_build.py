@@ -109,7 +109,8 @@ def _wheels(*packs: str) -> None:
     for name in packs:
         wheel = load_pack(name).source.pip.wheel
         require(
-            (wheels / wheel).is_file(), f"{wheel} not in {wheels}: run tools/fetch_test_wheels.py"
+            (wheels / wheel).is_file(),
+            f"{wheel} not in {wheels}: run python -m tools.testing.fetch_test_wheels",
         )
 
 
@@ -257,7 +258,10 @@ def test_audit_flags_a_pack_beside_an_older_ort(tmp_path: Path, ep_cache: Path) 
     _wheels("webgpu")
     old = test_cache_dir() / "extracted" / "onnxruntime-1.23.2-cp311-cp311-win_amd64"
     found = sorted(old.rglob("onnxruntime.dll"))
-    require(bool(found), f"ORT 1.23.2's DLLs not in {old}: run tools/fetch_test_wheels.py")
+    require(
+        bool(found),
+        f"ORT 1.23.2's DLLs not in {old}: run python -m tools.testing.fetch_test_wheels",
+    )
     out = tmp_path / "out"
     _build(out, ep_cache, CPU_131, "webgpu")
     shutil.copyfile(found[0], out / "onnxruntime.dll")

@@ -54,7 +54,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         wheel = load_pack(name).source.pip.wheel
         require(
             (test_cache_dir() / "wheels" / wheel).is_file(),
-            f"{wheel} is not in the test cache: run python tools/fetch_test_wheels.py",
+            f"{wheel} is not in the test cache: run python -m tools.testing.fetch_test_wheels",
         )
     with scratch(tmp_path_factory, "ep-setup") as work:
         packs = [option for name in PACKS for option in ("--ep", name)]

@@ -94,7 +94,7 @@ def extracted(stem: str) -> Path:
     folder = test_cache_dir() / "extracted" / stem
     require(
         (folder / ".complete").is_file(),
-        f"{stem} is not in {folder.parent}: run python tools/fetch_test_wheels.py",
+        f"{stem} is not in {folder.parent}: run python -m tools.testing.fetch_test_wheels",
     )
     return folder
 

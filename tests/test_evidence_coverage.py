@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import json
 import lzma
-import sys
 from typing import Any
 
 import pytest
 
 from bundler.pruning.evidence import evidence_dir
-from tests.conftest import REPO, require_module
+from tests.conftest import require_module
 from tests.support.pruning import model, plan, pruned, shipped
+from tools.evidence import evidence_table
+from tools.evidence.kernels_source import kernels_of
 
 EVIDENCE = evidence_dir()
 PROOF = EVIDENCE / "gpu-proof"
@@ -38,11 +39,8 @@ def test_every_onnx_op_and_every_cuda_contrib_op_has_a_row_or_a_reason() -> None
     """The ops a model may hold that the table must speak for: a row (measured, cpu-only or
     folded) or an [[unmeasured]] entry saying why there is none."""
     require_module("onnx", 'the onnx package\'s schemas: pip install "ort-bundle[models]"')
-    sys.path.insert(0, str(REPO / "tools"))
-    from evidence_table import documented, wanted_ops
-
     table = shipped().evidence
-    owed = wanted_ops(documented(kernel_list()))
+    owed = evidence_table.wanted_ops(evidence_table.documented(kernel_list()))
     assert "com.microsoft:MatMulNBitsQkv" in owed  # newer than the documentation: owed a reason
     missing = sorted(owed - set(table.ops) - set(table.unmeasured))
     assert not missing, f"{TABLE.name} has neither a row nor a reason for {missing}"
@@ -76,15 +74,13 @@ def test_the_ops_of_issue_42_have_measured_rows() -> None:
 def test_configurations_measured_again_on_the_same_machine_load_the_same() -> None:
     """The GPU run of issue 42 measured 266 configurations of the first run again (Conv,
     ReduceSum, MatMul, LSTM, Attention, Rfft): each mapped the same libraries."""
-    sys.path.insert(0, str(REPO / "tools"))
-    from evidence_table import loads
-
     first = {r["model"]: r for r in raw("ort-1.31.1-cuda13.matrix.json.xz")["results"]}
     first |= {r["model"]: r for r in raw("ort-1.31.1-cuda13.matrix-extra.json.xz")["results"]}
     again = raw("ort-1.31.1-cuda13.matrix-again.json.xz")["results"]
     assert len(again) > 200
     for result in again:
         before = first[result["model"]]
+        loads = evidence_table.loads
         assert (result["ok"], sorted(loads(result))) == (before["ok"], sorted(loads(before)))
 
 
@@ -102,7 +98,7 @@ def test_a_torchvision_vit_b_16_export_prunes_cufft() -> None:
 
 @pytest.mark.parametrize("way", ["torchscript, dynamic batch", "dynamo, dynamic batch"])
 def test_vit_b_16_prunes_cufft_however_it_was_exported(way: str) -> None:
-    """tools/vit_exports.py on the GPU machine: the TorchScript export holds `Mod` (the
+    """tools/evidence/vit_exports.py on the GPU machine: the TorchScript export holds `Mod` (the
     dynamic batch's arithmetic), which the table had no row for before issue 42."""
     exports = json.loads((PROOF / "vit_b_16-exports.json").read_text(encoding="utf-8"))
     ops = exports["exports"][way]["ops"]
@@ -126,9 +122,9 @@ def decide_for(ops: list[str]) -> Any:
 
 
 def test_each_pruned_model_ran_from_its_folder_and_failed_without_one_more_library() -> None:
-    """prune-proof.json (tools/prune_proof.py on the GPU): every model that prunes ran from a
-    folder of exactly what its bundle keeps, with nothing foreign mapped; with one library
-    more removed it failed or mapped a foreign copy."""
+    """prune-proof.json (tools/evidence/prune_proof.py on the GPU): every model that prunes ran
+    from a folder of exactly what its bundle keeps, with nothing foreign mapped; with one
+    library more removed it failed or mapped a foreign copy."""
     proof = json.loads((PROOF / "prune-proof.json").read_text(encoding="utf-8"))
     assert {"llama_tiny_int4", "vit_b_16"} <= set(proof)
     for name, result in proof.items():
@@ -140,11 +136,8 @@ def test_each_pruned_model_ran_from_its_folder_and_failed_without_one_more_libra
 
 
 def test_the_kernel_documents_cuda_table_is_read_row_by_row() -> None:
-    """tools/kernels_source.py on a document in the layout of ORT's OperatorKernels.md: the CUDA
-    section only, continuation rows belonging to the op above, each domain's rows."""
-    sys.path.insert(0, str(REPO / "tools"))
-    from kernels_source import kernels_of
-
+    """tools/evidence/kernels_source.py on a document in the layout of ORT's OperatorKernels.md:
+    the CUDA section only, continuation rows belonging to the op above, each domain's rows."""
     doc = "\n".join([
         "## Operators implemented by CPUExecutionProvider", "",
         "| Op Name | Parameters | OpSet Version | Types Supported |",

@@ -320,7 +320,7 @@ def real_dll(key: str) -> Path:
     folder = test_cache_dir() / EXTRACTED / stem
     require(
         (folder / ".complete").is_file(),
-        f"{stem} not in {folder.parent}: run python tools/fetch_test_wheels.py",
+        f"{stem} not in {folder.parent}: run python -m tools.testing.fetch_test_wheels",
     )
     return folder.joinpath(*inside)
 
@@ -452,14 +452,14 @@ def test_the_gpu_bundle_reads_headers_only(tmp_path: Path) -> None:
     (each section's table and every fat binary entry's header, in buffered reads: 322 MB
     measured), where one that loaded the files would read them all. Counted, not timed: the
     bytes this process read (rchar of /proc/self/io), so a loaded machine cannot fail it."""
-    from tools.fetch_test_wheels import dll_folder, pinned_wheels
+    from tools.testing.fetch_test_wheels import dll_folder, pinned_wheels
 
     dlls = []
     for wheel in pinned_wheels("1.19.2"):
         folder = test_cache_dir() / EXTRACTED / wheel.removesuffix(".whl")
         require(
             (folder / ".complete").is_file(),
-            f"{wheel} not extracted: run python tools/fetch_test_wheels.py",
+            f"{wheel} not extracted: run python -m tools.testing.fetch_test_wheels",
         )
         dlls += sorted(dll_folder(folder).glob("*.dll"))
     before = bytes_read()

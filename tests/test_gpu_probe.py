@@ -1,10 +1,10 @@
-"""The evidence pipeline without a GPU: tools/gpu_probe.py measures real ONNX Runtime sessions
-(the CPU execution provider standing in for CUDA), tools/evidence_table.py turns the raw output
-into a table, and bundle reads that table. The GPU run itself: docs/pruning.md."""
+"""The evidence pipeline without a GPU: tools/evidence/gpu_probe.py measures real ONNX Runtime
+sessions (the CPU execution provider standing in for CUDA), tools/evidence/evidence_table.py
+turns the raw output into a table, and bundle reads that table. The GPU run itself:
+docs/pruning.md."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import subprocess
 import sys
@@ -14,17 +14,16 @@ from typing import Any
 
 from bundler.pruning.evidence import load_evidence
 from tests.conftest import REPO, require
-
-TOOLS = REPO / "tools"
+from tools.evidence import evidence_table
 
 
 def test_the_probe_and_the_table_writer_make_a_table_bundle_reads(tmp_path: Path) -> None:
     require(find_spec("onnxruntime") is not None, "pip install onnxruntime (the test extra has it)")
     raw = tmp_path / "ort-9.9.9-cuda13.raw.json"
     measured = subprocess.run(
-        [sys.executable, str(TOOLS / "gpu_probe.py"), "measure", "--provider",
+        [sys.executable, "-m", "tools.evidence.gpu_probe", "measure", "--provider",
          "CPUExecutionProvider", "--models", "MatMul,Conv,transformer", "--out", str(raw)],
-        capture_output=True, text=True,
+        cwd=REPO, capture_output=True, text=True,
     )  # fmt: skip
     assert measured.returncode == 0, measured.stderr
     data = json.loads(raw.read_text())
@@ -34,8 +33,8 @@ def test_the_probe_and_the_table_writer_make_a_table_bundle_reads(tmp_path: Path
     # what a session maps is read from /proc/self/maps: ORT's own library at least
     assert any("onnxruntime" in path for path in data["results"][0]["all"])
     written = subprocess.run(
-        [sys.executable, str(TOOLS / "evidence_table.py"), str(raw), "--cuda", "13"],
-        capture_output=True, text=True,
+        [sys.executable, "-m", "tools.evidence.evidence_table", str(raw), "--cuda", "13"],
+        cwd=REPO, capture_output=True, text=True,
     )  # fmt: skip
     assert written.returncode == 0, written.stderr
     table = load_evidence(tmp_path / "ort-9.9.9-cuda13.toml")
@@ -44,15 +43,6 @@ def test_the_probe_and_the_table_writer_make_a_table_bundle_reads(tmp_path: Path
     assert measured == {"MatMul", "Conv"}  # the app-like model is a proof, not a row
     assert table.ops["Constant"].basis == "folded"  # never runs: ORT makes it an initializer
     assert all(row.loads == () for row in table.ops.values())  # the CPU EP loads no cuDNN
-
-
-def tool(name: str) -> Any:
-    """A module of tools/ (they are scripts, not a package)."""
-    sys.path.insert(0, str(TOOLS))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(TOOLS))
 
 
 def result(op: str, *mapped: str, ok: bool = True, **settings: Any) -> dict[str, Any]:
@@ -68,9 +58,8 @@ def result(op: str, *mapped: str, ok: bool = True, **settings: Any) -> dict[str,
 def test_a_row_is_the_union_of_its_configurations_and_says_they_differ() -> None:
     """Issue 28's case: ReduceSum over the last axis runs ORT's own kernel, over axes (0, 2) of
     a 4-D float tensor cuDNN's reduction (cudnn_ops). One sample would miss the second."""
-    table = tool("evidence_table")
     ops = "/sp/nvidia/cudnn/lib/libcudnn_ops.so.9"
-    rows = table.measured_rows([
+    rows = evidence_table.measured_rows([
         result("ReduceSum", axes="3", rank=4),
         result("ReduceSum", ops, axes="0-2", rank=4),
         result("ReduceSum", "/sp/nvidia/cudnn/lib/libcudnn_adv.so.9", ok=False, axes="1"),
@@ -85,7 +74,7 @@ def test_a_row_is_the_union_of_its_configurations_and_says_they_differ() -> None
         "model": "2 configurations", "failed": 0, "cpu_only": False,
         "by_type": {"float": ["cudnn64_9.dll"]},
     }  # fmt: skip
-    assert table.cudnn_text(91300) == "9.13.0"
+    assert evidence_table.cudnn_text(91300) == "9.13.0"
 
 
 def kernels() -> dict[str, Any]:
@@ -102,7 +91,7 @@ def kernels() -> dict[str, Any]:
 
 def test_an_op_without_a_cuda_kernel_gets_a_derived_row_that_says_so() -> None:
     require(find_spec("onnx") is not None, 'pip install "ort-bundle[models]"')
-    derived = tool("evidence_table").derived_rows(kernels(), {"Relu"})
+    derived = evidence_table.derived_rows(kernels(), {"Relu"})
     assert derived["NonZero"]["basis"] == "cpu-only" and "9.9.9" in derived["NonZero"]["note"]
     assert derived["Constant"]["basis"] == "folded"
     assert "HardSwish" not in derived  # a function runs as its body, maybe on the GPU
@@ -111,7 +100,6 @@ def test_an_op_without_a_cuda_kernel_gets_a_derived_row_that_says_so() -> None:
 
 def test_a_model_with_a_cpu_only_op_prunes_as_if_the_op_were_absent(tmp_path: Path) -> None:
     require(find_spec("onnx") is not None, 'pip install "ort-bundle[models]"')
-    table = tool("evidence_table")
     raw = {"onnxruntime": "9.9.9", "started": "2026-12-02T00:00:00Z", "gpu": "GPU",
            "cudnn_version": 91300, "results": [
                result("Relu", rank=2),
@@ -119,7 +107,7 @@ def test_a_model_with_a_cpu_only_op_prunes_as_if_the_op_were_absent(tmp_path: Pa
                result("com.microsoft:FusedConv", "/sp/nvidia/cudnn/lib/libcudnn_cnn.so.9"),
            ]}  # fmt: skip
     path = tmp_path / "ort-9.9.9-cuda13.toml"
-    path.write_text(table.table(raw, kernels(), "raw.json", "13"))
+    path.write_text(evidence_table.table(raw, kernels(), "raw.json", "13"))
     evidence = load_evidence(path)
     assert evidence.ops["NonZero"].basis == "cpu-only" and evidence.ops["NonZero"].loads == ()
     with_it = evidence.loads_for({"Relu", "NonZero"})

@@ -226,7 +226,7 @@ def test_every_package_of_the_core_is_a_known_group() -> None:
 
 
 def test_the_package_map_lists_the_core_packages_in_this_order() -> None:
-    from tools.repository_map import CORE_PACKAGES as MAPPED
+    from tools.docs.repository_map import CORE_PACKAGES as MAPPED
 
     assert MAPPED == CORE_PACKAGES
 

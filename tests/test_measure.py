@@ -430,7 +430,7 @@ def test_two_models_of_one_file_name_are_refused(ort_release: str, tmp_path: Pat
 def test_the_child_feeds_a_scalar_input_as_an_array() -> None:
     """A scalar input (an If's condition, a Loop's trip count) is fed as a 0-D array: ORT's
     Python binding refuses a bare numpy scalar ("Unable to handle object of type
-    numpy.bool", seen with the If probe model of tools/probe_ops.py)."""
+    numpy.bool", seen with the If probe model of tools/evidence/probe_ops.py)."""
     np = require_module("numpy", 'numpy comes with onnx: pip install "ort-bundle[models]"')
 
     from bundler.measure.child import feeds

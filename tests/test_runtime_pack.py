@@ -108,7 +108,8 @@ def _release(
 def pipeline(inno: InnoSetup, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
     wheel = test_cache_dir() / "wheels" / "onnxruntime_ep_webgpu-0.4.0-py3-none-win_amd64.whl"
     require(
-        wheel.is_file(), f"{wheel.name} is not in the test cache: run tools/fetch_test_wheels.py"
+        wheel.is_file(),
+        f"{wheel.name} is not in the test cache: run python -m tools.testing.fetch_test_wheels",
     )
     with scratch(tmp_path_factory, "runtime-pack") as work, HttpServer() as server:
         cache, served = work / "cache", work / "served"

@@ -89,7 +89,8 @@ def test_wine_cross_check_finds_no_unreviewed_gap() -> None:
         "Wine is not installed (apt-get install wine64)",
     )
     result = subprocess.run(
-        [sys.executable, str(REPO / "tools" / "crosscheck_system_dlls.py"), "--strict"],
+        [sys.executable, "-m", "tools.manifests.crosscheck_system_dlls", "--strict"],
+        cwd=REPO,
         capture_output=True,
         text=True,
     )
@@ -100,4 +101,4 @@ def test_wine_cross_check_finds_no_unreviewed_gap() -> None:
 def test_system_manifest_ships_with_provenance() -> None:
     text = (REPO / "manifests" / "windows" / "system.toml").read_text()
     assert text.count("source = ") >= 3
-    assert Path(REPO / "tools" / "crosscheck_system_dlls.py").is_file()
+    assert Path(REPO / "tools" / "manifests" / "crosscheck_system_dlls.py").is_file()

@@ -25,7 +25,7 @@ without the \\\\?\\ prefix, and the LongPathsEnabled value is absent from its re
 Windows with long paths enabled, which python.org's python.exe is declared ready for
 (longPathAware). But its GetFinalPathNameByHandleW answers ERROR_MORE_DATA (234) for any final
 path past MAX_PATH, so os.path.realpath and Path.resolve raise there: the tier's sitecustomize
-routes around that Wine bug (tools/windows_python.py), bundle is not changed for it.
+routes around that Wine bug (tools/testing/windows_python.py), bundle is not changed for it.
 """
 
 from __future__ import annotations

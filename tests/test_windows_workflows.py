@@ -603,7 +603,8 @@ def readme_home(base: Path) -> Path:
                     shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
             shutil.rmtree(home / "Scripts", ignore_errors=True)
             marker.write_text(stamp, encoding="utf-8")
-        # The tier's routes as they are now (tools/windows_python.py rewrites its own), then ours.
+        # The tier's routes as they are now (tools/testing/windows_python.py rewrites its own),
+        # then ours.
         routes = (base / SITE_CUSTOMIZE).read_text(encoding="utf-8") + PYTHONPATH_ROUTE
         if (home / SITE_CUSTOMIZE).read_text(encoding="utf-8") != routes:
             (home / SITE_CUSTOMIZE).write_text(routes, encoding="utf-8")

@@ -1,13 +1,12 @@
 """Read layer: execution-provider packs: a vendor's plugin EP (TensorRT RTX, OpenVINO, WebGPU)
 as a folder of DLLs beside the exe, loaded from manifests/eps/ into frozen dataclasses.
 
-A pack file has a hand-written head (the pin, the plugin DLL, the EP and registration names,
-the ORT minimum, the folder, the target's facts, the hardware, each with its source) and a block
-tools/ep_facts.py generates from the pinned wheel ([[files]] with sizes, SHA-256 and import
-tables, [imported], [[scan]]). Every key is read and checked here, as bundler.target.profiles
-checks a
-profile: a message names the file and the key. What ships of a pack: every file of its wheel
-folder but `not_shipped` and the licences (those go to licenses/<pack>/); driver DLLs never.
+A pack file has a hand-written head (the pin, the plugin DLL, the EP and registration names, the ORT
+minimum, the folder, the target's facts, the hardware, each with its source) and a block
+tools/manifests/ep_facts.py generates from the pinned wheel ([[files]] with sizes, SHA-256 and
+import tables, [imported], [[scan]]). Every key is read and checked here, as bundler.target.profiles
+checks a profile: a message names the file and the key. What ships of a pack: every file of its
+wheel folder but `not_shipped` and the licences (those go to licenses/<pack>/); driver DLLs never.
 """
 
 from __future__ import annotations
@@ -265,7 +264,8 @@ def _file(table: Table) -> PackFile:
 
 
 def _loads(table: Table) -> tuple[PackLoad, ...]:
-    """[[runtime_loads]] (hand-found, the evidence checked by tools/ep_facts.py) and [[scan]]."""
+    """[[runtime_loads]] (hand-found, the evidence checked by tools/manifests/ep_facts.py) and
+    [[scan]]."""
     loads = []
     for item in table.tables("runtime_loads", []):
         for key in ("string", "encoding"):
@@ -302,7 +302,7 @@ def _check(pack: EpPack, where: str) -> None:
             if dll_key(value) not in names:
                 raise ProfileError(
                     f"{where}: key '{key}' names {value}, which is not in [[files]]; fix the "
-                    "name or regenerate the block (python tools/ep_facts.py)."
+                    "name or regenerate the block (python -m tools.manifests.ep_facts --write)."
                 )
     for value in pack.licenses:
         if value not in paths:

@@ -2,15 +2,14 @@
 sub-libraries, cuFFT, NVRTC, ...) ONNX Runtime's CUDA execution provider loads for each op, as
 measured on a real GPU.
 
-One TOML file per ORT release measured, written by tools/evidence_table.py from the raw output
-of tools/gpu_matrix.py (committed beside it): every op in a matrix of configurations (types,
-ranks, axes, convolution and pooling variants, ...), each model run once in a fresh process
-with the CUDA EP, and what the process had mapped. A row is the union over its configurations.
-Rows the measurement did not run are derived, and say so (`basis`): an op with no CUDA kernel
-in the release runs on the CPU and loads nothing (`cpu-only`); a Constant becomes an initializer
-when the graph is loaded (`folded`). Library names are the Windows DLL names of the same
-libraries (libcudnn_ops.so.9 is cudnn_ops64_9.dll). docs/pruning.md describes the measurement
-and its limits.
+One TOML file per ORT release measured, written by tools/evidence/evidence_table.py from the raw
+output of tools/evidence/gpu_matrix.py (committed beside it): every op in a matrix of configurations
+(types, ranks, axes, convolution and pooling variants, ...), each model run once in a fresh process
+with the CUDA EP, and what the process had mapped. A row is the union over its configurations. Rows
+the measurement did not run are derived, and say so (`basis`): an op with no CUDA kernel in the
+release runs on the CPU and loads nothing (`cpu-only`); a Constant becomes an initializer when the
+graph is loaded (`folded`). Library names are the Windows DLL names of the same libraries
+(libcudnn_ops.so.9 is cudnn_ops64_9.dll). docs/pruning.md describes the measurement and its limits.
 """
 
 from __future__ import annotations
@@ -157,7 +156,7 @@ def evidence_dir() -> Path:
 
 def evidence_dirs() -> list[Path]:
     """Where tables are read: $BUNDLE_EVIDENCE_DIR first (a team's own measurement with
-    tools/gpu_matrix.py), then the shipped ones."""
+    tools/evidence/gpu_matrix.py), then the shipped ones."""
     own = variable(EVIDENCE_ENV)
     return [Path(own), evidence_dir()] if own else [evidence_dir()]
 

@@ -258,7 +258,8 @@ def _check_recorded(profile: Profile, where: str) -> None:
         if artifact is None or not any(matches(entry, item.name) for entry in artifact.provides):
             raise ProfileError(
                 f"{where}: [[files]] {item.name!r} names artifact {item.artifact!r}, which "
-                "does not provide it; regenerate the block (tools/record_files.py)."
+                "does not provide it; regenerate the block "
+                "(python -m tools.manifests.record_files --write)."
             )
         if dll_key(item.name) in seen:
             raise ProfileError(f"{where}: [[files]] lists {item.name!r} twice.")

@@ -1,6 +1,6 @@
 """A PEP 691 package index for tests: `page` and `entry` write a project's JSON page,
 `local_index` (a module fixture) serves one for every wheel in the test cache from 127.0.0.1
-(it needs ORT_120, the 1.20.2 GPU wheel tools/fetch_test_wheels.py adds), and `profiles_new`
+(it needs ORT_120, the 1.20.2 GPU wheel tools/testing/fetch_test_wheels.py adds), and `profiles_new`
 runs `bundle profiles new` against an index, pip taking the wheels from the same cache."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def local_index() -> Iterator[str]:
     wheels = test_cache_dir() / "wheels"
     require(
         (wheels / ORT_120).is_file(),
-        f"{ORT_120} not in {wheels}: run python tools/fetch_test_wheels.py",
+        f"{ORT_120} not in {wheels}: run python -m tools.testing.fetch_test_wheels",
     )
     projects: dict[str, list[dict[str, object]]] = {}
     for wheel in sorted(wheels.glob("*.whl")):

@@ -19,9 +19,9 @@ Builds take `app`, a copy of examples/hello/hello.exe (its times kept), never th
 file: --link hard-links the app too, and Wine makes a file renamed to *.exe executable, so a
 linked build would change the mode of the checkout's hello.exe (git sees it modified).
 
-The mirror is the folder of real wheels tools/fetch_test_wheels.py fills (`mirror()`); bundle
-takes each pinned wheel from it by file name, and pip is kept off every index (PIP_NO_INDEX),
-so a wheel missing there fails instead of being downloaded.
+The mirror is the folder of real wheels tools/testing/fetch_test_wheels.py fills (`mirror()`);
+bundle takes each pinned wheel from it by file name, and pip is kept off every index
+(PIP_NO_INDEX), so a wheel missing there fails instead of being downloaded.
 
 Arguments are passed as given: a path must be spelled for Windows (`winpath`), as a user's
 own paths are.
@@ -56,7 +56,7 @@ def mirror() -> Path:
     folder = test_cache_dir() / "wheels"
     require(
         folder.is_dir() and any(folder.glob("*.whl")),
-        f"no wheels in {folder}: run python tools/fetch_test_wheels.py",
+        f"no wheels in {folder}: run python -m tools.testing.fetch_test_wheels",
     )
     return folder
 

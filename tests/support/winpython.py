@@ -3,7 +3,7 @@
 `win_python` is a session fixture with one instance per version in VERSIONS; its `run(...)`
 is `python.exe -m bundler ...` on the working tree, as `run_bundle` is on Linux, and returns
 the same CompletedProcess. The interpreters are python.org's embeddable builds, set up and
-cached by tools/windows_python.py (the fixture calls it: CI needs no extra step). They run
+cached by tools/testing/windows_python.py (the fixture calls it: CI needs no extra step). They run
 in the tier's own Wine prefix (tests/support/wine.py's `Wine`), not the `wine` fixture's.
 
 Standard handles: pipes, never files. Under Wine 8 a Windows process whose stdin, stdout or
@@ -98,7 +98,7 @@ class WinPython:
 
 def interpreter(minor: str) -> Path:
     """The cached interpreter folder, set up on first use (a minute; pip needs the network)."""
-    from tools.windows_python import ensure
+    from tools.testing.windows_python import ensure
 
     try:
         return ensure(minor, log=lambda line: None)
@@ -106,7 +106,7 @@ def interpreter(minor: str) -> Path:
         require(
             False,
             f"CPython {minor} for Windows not set up ({error}): see the output of "
-            "python tools/windows_python.py",
+            "python -m tools.testing.windows_python",
         )
         raise  # not reached: require skipped or failed
 

@@ -1,8 +1,8 @@
 """Decide layer: the shipped profile catalogue as data, and how two profiles differ.
 
-The catalogue is one profile per ORT minor release since 1.19 (its newest patch with a
-Windows wheel) for each package: onnxruntime-gpu (the flavour of the CUDA major the wheel
-states), onnxruntime (CPU) and onnxruntime-directml. `tools/derive_catalogue.py` derives it
+The catalogue is one profile per ORT minor release since 1.19 (its newest patch with a Windows
+wheel) for each package: onnxruntime-gpu (the flavour of the CUDA major the wheel states),
+onnxruntime (CPU) and onnxruntime-directml. `tools/manifests/derive_catalogue.py` derives it
 again and prints `differences` between the shipped and the fresh profiles; `bundle profiles
 outdated` compares the releases on the index with it. Profiles are compared as data (pins,
 roots, rules, provided DLLs, recorded files, Windows and driver floors), never as text, so a

@@ -3,7 +3,7 @@
 # configuration matrix of ORT 1.19.2's CUDA 12 build with cuDNN 9.1.0.70 and the CUDA 12.4
 # libraries the ort-1.19.2-gpu-cuda12 profile pins, on a GPU machine with no network:
 #
-#     bash tools/evidence_run_cuda12.sh PARTS OUT HALF
+#     bash tools/evidence/evidence_run_cuda12.sh PARTS OUT HALF     (from the repository root)
 #
 # PARTS holds w12.part* (a tar of the seven Linux wheels below, in parts). HALF is a or b: the
 # matrix in two halves by configuration name, one call each (a call may run 10 minutes);
@@ -39,6 +39,6 @@ else
 fi
 # every ONNX op of the installed onnx, as the 1.31.1 table was first made (no kernel list)
 also=$(python3 -c 'from onnx import defs; print(",".join(sorted({s.name for s in defs.get_all_schemas_with_history() if s.domain in ("", "ai.onnx")})))')
-python3 tools/gpu_matrix.py measure --ort-dir "$work/ort" --also "$also" --only "$only" \
-  --jobs 16 --timeout 60 --out "$work/matrix-$half.json" || exit 1
+python3 -m tools.evidence.gpu_matrix measure --ort-dir "$work/ort" --also "$also" \
+  --only "$only" --jobs 16 --timeout 60 --out "$work/matrix-$half.json" || exit 1
 xz -T0 -c "$work/matrix-$half.json" >"$out/matrix-$half.json.xz"

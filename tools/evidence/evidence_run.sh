@@ -2,14 +2,15 @@
 # The GPU run behind manifests/evidence/ for issue 42, as it ran on the team's GPU machine
 # (an H200 with PyTorch's CUDA 13 libraries and no network; docs/pruning.md, "Measuring"):
 #
-#     bash tools/evidence_run.sh PARTS OUT
+#     bash tools/evidence/evidence_run.sh PARTS OUT     (from the repository root)
 #
 # PARTS holds what travelled to the machine: ort.part* (the onnxruntime-gpu 1.31.1 wheel in
 # parts), cudnn.part* when the machine's cuDNN is not the pinned 9.13.0.50, llm/ (the model
-# tools/export_llm.py made, with its models.json) and plan.json (`bundle build --dry-run --json`
-# of examples/hello with ort-1.31.1-gpu-cuda13). OUT receives, each file small enough to travel
-# back: schemas.json (the release's operator schemas), kernels.json.xz, matrix-ops.json.xz, matrix-again.json.xz (ops of the first run measured
-# again), vit_b_16.json, proofs.tar.xz, versions.txt.
+# tools/evidence/export_llm.py made, with its models.json) and plan.json (`bundle build
+# --dry-run --json` of examples/hello with ort-1.31.1-gpu-cuda13). OUT receives, each file small
+# enough to travel back: schemas.json (the release's operator schemas), kernels.json.xz,
+# matrix-ops.json.xz, matrix-again.json.xz (ops of the first run measured again), vit_b_16.json,
+# proofs.tar.xz, versions.txt.
 set -uo pipefail
 parts=$(realpath "$1")
 out=$(realpath "$2")
@@ -46,11 +47,11 @@ export LD_LIBRARY_PATH=$cuda:$cudnn
   ls "$cudnn" | head -20
 } >"$out/versions.txt" 2>&1
 
-# 1. the release's kernels and schemas; 2. the configurations of tools/probe_ops.py
+# 1. the release's kernels and schemas; 2. the configurations of tools/evidence/probe_ops.py
 # (on this wheel the kernel list crashes even so: docs/pruning.md; the list then comes from
-# ORT's kernel documentation, tools/kernels_source.py, and the schemas from
+# ORT's kernel documentation, tools/evidence/kernels_source.py, and the schemas from
 # get_all_operator_schema(), which creates no provider)
-python3 tools/gpu_matrix.py kernels --ort-dir "$work/ort" --out "$work/kernels.json" ||
+python3 -m tools.evidence.gpu_matrix kernels --ort-dir "$work/ort" --out "$work/kernels.json" ||
   echo "no kernel list from this build"
 PYTHONPATH="$work/ort" python3 -c '
 import json, sys, onnxruntime
@@ -62,15 +63,16 @@ json.dump({"onnxruntime": onnxruntime.__version__, "schemas": schemas}, sys.stdo
 ' >"$out/schemas.json"
 kernels=()
 [ -s "$work/kernels.json" ] && kernels=(--kernels "$work/kernels.json")
-only=$(python3 -c 'import sys; sys.path.insert(0, "tools"); import probe_ops; print(probe_ops.only_regex())')
-python3 tools/gpu_matrix.py measure --ort-dir "$work/ort" "${kernels[@]}" \
+only=$(python3 -c 'from tools.evidence import probe_ops; print(probe_ops.only_regex())')
+python3 -m tools.evidence.gpu_matrix measure --ort-dir "$work/ort" "${kernels[@]}" \
   --only "$only" --jobs 14 --out "$work/matrix-ops.json" || exit 1
 # the same machine again on ops of the first run: their rows must come out the same
-python3 tools/gpu_matrix.py measure --ort-dir "$work/ort" "${kernels[@]}" \
+python3 -m tools.evidence.gpu_matrix measure --ort-dir "$work/ort" "${kernels[@]}" \
   --only '^(Conv|ReduceSum|MatMul|LSTM|com\.microsoft\.Attention|com\.microsoft\.Rfft)__' \
   --jobs 14 --out "$work/matrix-again.json"
 mkdir -p "$work/table"
-python3 tools/evidence_table.py manifests/evidence/ort-1.31.1-cuda13.matrix.json.xz --cuda 13 \
+python3 -m tools.evidence.evidence_table manifests/evidence/ort-1.31.1-cuda13.matrix.json.xz \
+  --cuda 13 \
   --more manifests/evidence/ort-1.31.1-cuda13.matrix-extra.json.xz "$work/matrix-ops.json" \
   "${kernels[@]}" --out "$work/table/ort-1.31.1-cuda13.toml" || exit 1
 
@@ -80,7 +82,6 @@ python3 - "$work/vit" "$work/table/ort-1.31.1-cuda13.toml" "$parts/plan.json" >"
 import json, sys, time
 from pathlib import Path
 import torch, torchvision
-sys.path.insert(0, ".")
 from bundler.pruning.evidence import load_evidence
 from bundler.pruning.onnx_models import read_model_ops
 from bundler.closure.plan import plan_from_json
@@ -109,7 +110,8 @@ EOF
 
 # 4. the proofs: each model from a folder of what bundle keeps, then with one library less
 for models in "$parts/llm" "$work/vit"; do
-  python3 tools/prune_proof.py --table "$work/table/ort-1.31.1-cuda13.toml" --models "$models" \
+  python3 -m tools.evidence.prune_proof --table "$work/table/ort-1.31.1-cuda13.toml" \
+    --models "$models" \
     --plan "$parts/plan.json" --ort-dir "$work/ort" --cuda-lib "$cuda" --cudnn-lib "$cudnn" \
     --out "$work/proof/$(basename "$models")"
 done

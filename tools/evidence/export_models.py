@@ -17,8 +17,8 @@ dimension dynamic); where that raises, with the dynamo exporter (opset 18, stati
 file is read back with onnx to list the op types it uses (subgraphs and local functions
 included) and its inputs. One model failing never stops the others.
 
-    python3 tools/export_models.py --out DIR [--only NAME,...]
-    python3 tools/export_models.py --list
+    python3 -m tools.evidence.export_models --out DIR [--only NAME,...]
+    python3 -m tools.evidence.export_models --list
 
 writes DIR/<name>.onnx per model, DIR/models.json (rewritten after every model: a list of
 records with name, family, source, dtype, opset, exporter, ok, error, seconds, bytes, ops,

@@ -7,9 +7,9 @@ the site's (`](quickstart.md)`). The rest of docs/index.md (its own sections) is
 A shared part may link only into docs/: any other relative link would not resolve on the site,
 and is refused.
 
-    python tools/docs_index.py            # print the index as it should be
-    python tools/docs_index.py --write    # write it to docs/index.md
-    python tools/docs_index.py --check    # exit 1 when docs/index.md differs
+    python -m tools.docs.docs_index            # print the index as it should be
+    python -m tools.docs.docs_index --write    # write it to docs/index.md
+    python -m tools.docs.docs_index --check    # exit 1 when docs/index.md differs
 
 tests/test_docs_site.py keeps docs/index.md equal to what this renders.
 """
@@ -18,13 +18,8 @@ from __future__ import annotations
 
 import re
 import sys
-from pathlib import Path
 
-# The repository on the path, so `tools` imports as a package however this file is run (the
-# embeddable CPython for Windows does not put a script's folder on sys.path).
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from tools.generated_page import REPO, PageError, page_main
+from tools.generated.command import REPO, Generated, GenerationError, generated_main
 
 README = REPO / "README.md"
 INDEX = REPO / "docs" / "index.md"
@@ -89,9 +84,10 @@ def main(argv: list[str] | None = None) -> int:
         try:
             return render(README.read_text(encoding="utf-8"), INDEX.read_text(encoding="utf-8"))
         except SharedPartError as exc:
-            raise PageError(str(exc)) from exc
+            raise GenerationError(str(exc)) from exc
 
-    return page_main("docs_index.py", __doc__.splitlines()[0], INDEX, page, argv)
+    index = Generated(INDEX, page)
+    return generated_main(__spec__.name, __doc__.splitlines()[0], lambda _: [index], argv)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,12 @@
 """Turn the raw output of the load probe into the evidence table bundle reads
 (manifests/evidence/ort-<release>-cuda<major>.toml, beside the raw JSON it came from).
 
-    python3 tools/evidence_table.py RAW --kernels KERNELS --cuda 13 [--out TABLE]
+    python3 -m tools.evidence.evidence_table RAW --kernels KERNELS --cuda 13 [--out TABLE]
 
-RAW is `tools/gpu_matrix.py measure`'s output (every op in a matrix of configurations) or, for
-a release measured before the matrix existed, `tools/gpu_probe.py measure`'s (one model per
-op). KERNELS is `tools/gpu_matrix.py kernels`'s list of the release's kernels and schemas.
+RAW is `tools.evidence.gpu_matrix measure`'s output (every op in a matrix of configurations)
+or, for a release measured before the matrix existed, `tools.evidence.gpu_probe measure`'s (one
+model per op). KERNELS is `tools.evidence.gpu_matrix kernels`'s list of the release's kernels
+and schemas.
 
 - A measured row is the union, over the op's configurations that ran with the CUDA EP's default
   options, of the libraries the process mapped beyond what `import onnxruntime` had mapped, by
@@ -28,12 +29,9 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bundler.measure.names import windows_name
 
@@ -132,7 +130,7 @@ def cuda_ops(kernels: dict[str, Any]) -> set[str]:
 
 def documented(kernels: dict[str, Any]) -> dict[str, Any]:
     """`kernels` with `documented`, the op keys its source lists for any provider, where the
-    list was read from ORT's documentation (tools/kernels_source.py: `documented_ops`)."""
+    list was read from ORT's documentation (tools/evidence/kernels_source.py: `documented_ops`)."""
     if "documented_ops" in kernels:
         found = {
             op_key(domain, op) for domain, ops in kernels["documented_ops"].items() for op in ops
@@ -265,7 +263,10 @@ def unmeasured(raw: dict[str, Any], kernels: dict[str, Any], done: set[str]) -> 
                 "kernel is not known, and it was not measured"
             )
         else:
-            reasons[op] = "no probe model builds it (tools/probe_matrix.py, tools/probe_ops.py)"
+            reasons[op] = (
+                "no probe model builds it "
+                "(tools/evidence/probe_matrix.py, tools/evidence/probe_ops.py)"
+            )
     return reasons
 
 
@@ -280,18 +281,19 @@ def _header(
 ) -> list[str]:
     gpu = (raw.get("gpu") or "unknown GPU").strip()
     probe = (
-        "tools/gpu_matrix.py (the configuration matrix)"
+        "tools/evidence/gpu_matrix.py (the configuration matrix)"
         if matrix
         else (
-            "tools/gpu_probe.py (one model per op, before the matrix existed: each row is ONE "
-            "configuration, and the matrix's rows are unmeasured, so nothing is pruned for them)"
+            "tools/evidence/gpu_probe.py (one model per op, before the matrix existed: each row "
+            "is ONE configuration, and the matrix's rows are unmeasured, so nothing is pruned "
+            "for them)"
         )
     )
     defaults = sum(1 for r in raw["results"] if not r.get("options"))
     lines = [
         "# Which run-time-loaded libraries ONNX Runtime's CUDA EP loads, per op: the union over",
         "# the op's configurations, each a tiny model run once in a fresh process, by Windows DLL",
-        f"# names. Written by tools/evidence_table.py from {raw_name} (beside this file).",
+        f"# names. Written by tools/evidence/evidence_table.py from {raw_name} (beside this file).",
         *(f"# Measured later, beside this file: {name}." for name in raw.get("more", ())),
         "# An op without a row makes bundle prune nothing; `basis` says how a row was made;",
         "# [[unmeasured]] says why an op of the release has none.",
@@ -330,7 +332,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("raw", type=Path, help="the probe's raw JSON (in manifests/evidence/)")
     parser.add_argument("--more", type=Path, nargs="*", default=[], help="more raw files")
-    parser.add_argument("--kernels", type=Path, help="gpu_matrix.py kernels' output")
+    parser.add_argument("--kernels", type=Path, help="tools.evidence.gpu_matrix kernels' output")
     parser.add_argument("--cuda", required=True, help="the CUDA major of the ORT build, e.g. 13")
     parser.add_argument("--out", type=Path, help="the table (default: beside RAW)")
     args = parser.parse_args()

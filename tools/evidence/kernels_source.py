@@ -1,10 +1,10 @@
 """The kernel list of ONNX Runtime's CUDA EP read from ORT's own documentation of its kernels,
 for the evidence table's derived rows and its coverage test (issue 42), where the release's own
-list cannot be had: `tools/gpu_matrix.py kernels` (onnxruntime's `get_all_opkernel_def`)
-crashes on the onnxruntime-gpu 1.31.1 wheel, with or without its TensorRT provider library
-(docs/pruning.md).
+list cannot be had: `python -m tools.evidence.gpu_matrix kernels` (onnxruntime's
+`get_all_opkernel_def`) crashes on the onnxruntime-gpu 1.31.1 wheel, with or without its
+TensorRT provider library (docs/pruning.md).
 
-    python3 tools/kernels_source.py --doc OperatorKernels.md --commit SHA \\
+    python3 -m tools.evidence.kernels_source --doc OperatorKernels.md --commit SHA \\
         --schemas SCHEMAS --release 1.31.1 --out ort-1.31.1-cuda13.kernels.json
 
 - OperatorKernels.md is docs/OperatorKernels.md of microsoft/onnxruntime at commit SHA: ORT

@@ -7,9 +7,9 @@ per group (the core, then each wing), between the markers `<!-- modules -->` and
 renamed or removed, or a docstring changed, shows up here by running the tool, and
 tests/test_docs_site.py fails until it has been run.
 
-    python tools/repository_map.py            # print the page as it should be
-    python tools/repository_map.py --write    # write docs/repository.md
-    python tools/repository_map.py --check    # exit 1 when docs/repository.md differs
+    python -m tools.docs.repository_map            # print the page as it should be
+    python -m tools.docs.repository_map --write    # write docs/repository.md
+    python -m tools.docs.repository_map --check    # exit 1 when docs/repository.md differs
 """
 
 from __future__ import annotations
@@ -19,11 +19,7 @@ import re
 import sys
 from pathlib import Path
 
-# The repository on the path, so `tools` imports as a package however this file is run (the
-# embeddable CPython for Windows does not put a script's folder on sys.path).
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from tools.generated_page import REPO, PageError, page_main
+from tools.generated.command import REPO, Generated, GenerationError, generated_main
 
 PAGE = REPO / "docs" / "repository.md"
 # The core's packages, lowest first (tests/test_layers.py's CORE_PACKAGES, which a test keeps
@@ -43,7 +39,7 @@ def opening(path: Path) -> tuple[str, str]:
         return "package", first_sentence(doc)
     if match is None:
         where = path.relative_to(REPO) if path.is_relative_to(REPO) else path
-        raise PageError(
+        raise GenerationError(
             f"{where.as_posix()}: the docstring does not open with 'Read|Decide|Act|Talk layer:'"
         )
     return match["layer"].lower(), first_sentence(match["job"])
@@ -99,16 +95,16 @@ def module_table(package: Path) -> str:
 def render(page: str, package: Path = PACKAGE) -> str:
     """The page with its marked part replaced by the module tables of `package`."""
     if not MARKED.search(page):
-        raise PageError("docs/repository.md lacks its markers <!-- modules --> <!-- /modules -->")
+        raise GenerationError(
+            "docs/repository.md lacks its markers <!-- modules --> <!-- /modules -->"
+        )
     body = f"<!-- modules -->\n{module_table(package)}<!-- /modules -->"
     return MARKED.sub(lambda _: body, page)
 
 
 def main(argv: list[str] | None = None) -> int:
-    description = __doc__.splitlines()[0]
-    return page_main(
-        "repository_map.py", description, PAGE, lambda: render(PAGE.read_text("utf-8")), argv
-    )
+    page = Generated(PAGE, lambda: render(PAGE.read_text("utf-8")))
+    return generated_main(__spec__.name, __doc__.splitlines()[0], lambda _: [page], argv)
 
 
 if __name__ == "__main__":

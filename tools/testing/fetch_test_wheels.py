@@ -8,7 +8,7 @@ manifests/eps/ (issue 31). Wheels go to <cache>/wheels, DLLs and licence files t
 <cache>/extracted/<wheel stem>/ (every file of an EP pack's wheel: a pack needs its data files
 too); a `.complete` marker makes re-runs free.
 
-    python tools/fetch_test_wheels.py [--cache DIR] [--search-args PROFILE]
+    python -m tools.testing.fetch_test_wheels [--cache DIR] [--search-args PROFILE]
 
 With --search-args, progress goes to stderr and stdout gets the `--search DIR` arguments that
 point `bundle` at the DLL folders of PROFILE's wheels (used by the README's first command).
@@ -27,13 +27,12 @@ import tomllib
 import zipfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from bundler.acquire.sources import pip_download
+from bundler.disk.digest import file_sha256
+from bundler.errors import BundleError
+from bundler.target.profiles import PipSource, available_profiles, load_profile
 
-from bundler.acquire.sources import pip_download  # noqa: E402
-from bundler.disk.digest import file_sha256  # noqa: E402
-from bundler.errors import BundleError  # noqa: E402
-from bundler.target.profiles import PipSource, available_profiles, load_profile  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 KEEP_SUFFIXES = (".dll",)
 KEEP_WORDS = ("license", "notice", "eula")
@@ -48,8 +47,8 @@ def default_cache() -> Path:
 
 # The profiles the tests build and load: the hand-written 1.19.2 set, a CUDA 12 release after
 # 1.21 (1.22.0: dxcore.dll), the newest CUDA 13 release, and every CPU and DirectML profile.
-# The rest of the catalogue is derived and checked by tools/derive_catalogue.py and
-# tools/catalogue_proof.py, not in every CI run: its wheels are about 8 GB.
+# The rest of the catalogue is derived and checked by tools/manifests/derive_catalogue.py and
+# tools/manifests/catalogue_proof.py, not in every CI run: its wheels are about 8 GB.
 TESTED = ("ort-1.19.2-", "ort-1.22.0-gpu-cuda12", "ort-1.31.1-gpu-cuda13")
 TESTED_SUFFIXES = ("-cpu", "-directml")  # every release's: their wheels are small
 

@@ -8,8 +8,8 @@ without a GPU, Wine gives 998 once every DLL it imports was found. Wine 8.0 has 
 (ORT 1.22.0 imports it): the prefix gets the mingw-built stand-in of
 tests/fixtures/standins (DXCoreCreateAdapterFactory returns E_NOINTERFACE).
 
-    python tools/catalogue_proof.py [PROFILE_OR_RELEASE ...] [--cache DIR] [--work DIR]
-                                    [--prefix DIR] [--json FILE]
+    python -m tools.manifests.catalogue_proof [PROFILE_OR_RELEASE ...] [--cache DIR]
+                                              [--work DIR] [--prefix DIR] [--json FILE]
 
 Without names, every shipped GPU profile. Prints a Markdown table (docs/catalogue.md has the
 last full run); exit 1 when a row fails. Needs Wine and mingw-w64; the wheels come through
@@ -29,11 +29,10 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from bundler.target.profiles import available_profiles, load_profile
+from tests.support.wine import Wine
 
-from bundler.target.profiles import available_profiles, load_profile  # noqa: E402
-from tests.support.wine import Wine  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 HELLO = REPO / "examples" / "hello" / "hello.exe"
 PROVIDER = "onnxruntime_providers_cuda.dll"

@@ -2,21 +2,23 @@
 model, the libraries bundle's decision keeps, a run from a folder of exactly those, then a run
 with one more library removed.
 
-    python3 tools/prune_proof.py --table TABLE --models DIR --plan PLAN --ort-dir DIR \\
+    python3 -m tools.evidence.prune_proof --table TABLE --models DIR --plan PLAN --ort-dir DIR \\
         --cuda-lib SP/nvidia/cu13/lib --cudnn-lib SP/nvidia/cudnn/lib --out OUTDIR
 
 - The decision is bundle's own (bundler.pruning.prune.decide with the table,
-  bundler.pruning.onnx_models for the op
-  types), made on PLAN: the Windows plan of the GPU bundle (`bundle build --dry-run --json`'s
-  `plan`), so what stays is what the Windows bundle would ship, static imports included.
+  bundler.pruning.onnx_models for the op types), made on PLAN: the Windows plan of the GPU
+  bundle (`bundle build --dry-run --json`'s `plan`), so what stays is what the Windows bundle
+  would ship, static imports included.
 - The pruned folder holds a symlink to every CUDA and cuDNN library of the Linux wheels whose
   Windows counterpart the decision did not leave out; the model runs through
-  `tools/gpu_probe.py prove` with LD_LIBRARY_PATH exactly that folder and every graph
-  optimization (as an app runs): proof-MODEL.json. It must run with nothing foreign mapped.
+  `python -m tools.evidence.gpu_probe prove` with LD_LIBRARY_PATH exactly that folder and
+  every graph optimization (as an app runs): proof-MODEL.json. It must run with nothing foreign
+  mapped.
 - Then the same without one more library: the first one the run mapped that the decision could
   have pruned (else cudnn_graph): proof-MODEL-without-LIB.json, which must fail or visibly map
   a foreign copy.
-`models.json` (tools/export_models.py) names the models; `prune-proof.json` sums it all up.
+`models.json` (tools/evidence/export_models.py) names the models; `prune-proof.json` sums it
+all up.
 """
 
 from __future__ import annotations
@@ -29,16 +31,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from bundler.closure.plan import plan_from_json  # noqa: E402
-from bundler.measure.names import windows_name  # noqa: E402
-from bundler.pruning.evidence import load_evidence  # noqa: E402
-from bundler.pruning.onnx_models import read_model_ops  # noqa: E402
-from bundler.pruning.prune import CANDIDATE, TableSource, decide  # noqa: E402
-
-PROBE = Path(__file__).with_name("gpu_probe.py")
+from bundler.closure.plan import plan_from_json
+from bundler.measure.names import windows_name
+from bundler.pruning.evidence import load_evidence
+from bundler.pruning.onnx_models import read_model_ops
+from bundler.pruning.prune import CANDIDATE, TableSource, decide
+from tools.evidence import gpu_probe
 
 
 def folder_of(target: Path, folders: tuple[Path, ...], left_out: set[str]) -> Path:
@@ -56,13 +54,14 @@ def folder_of(target: Path, folders: tuple[Path, ...], left_out: set[str]) -> Pa
 def prove(
     args: argparse.Namespace, model: Path, libs: Path, out: Path, entry: dict[str, Any]
 ) -> dict[str, Any]:
-    """tools/gpu_probe.py prove; the entry's `dims` size the model's named dynamic dimensions,
-    its `ones` name the inputs fed all ones (models.json, tools/export_llm.py)."""
-    command = [sys.executable, str(PROBE), "prove", "--ort-dir", str(args.ort_dir)]
+    """`python -m tools.evidence.gpu_probe prove`; the entry's `dims` size the model's named
+    dynamic dimensions, its `ones` name the inputs fed all ones (models.json,
+    tools/evidence/export_llm.py)."""
+    command = [sys.executable, "-m", gpu_probe.MODULE, "prove", "--ort-dir", str(args.ort_dir)]
     command += ["--libs", str(libs), "--model", str(model), "--out", str(out)]
     command += ["--provider", args.provider]
-    env = dict(os.environ, GPU_PROBE_DIMS=json.dumps(entry.get("dims", {})))
-    env["GPU_PROBE_ONES"] = json.dumps(entry.get("ones", []))
+    env = dict(os.environ, **{gpu_probe.DIMS_ENV: json.dumps(entry.get("dims", {}))})
+    env[gpu_probe.ONES_ENV] = json.dumps(entry.get("ones", []))
     done = subprocess.run(command, capture_output=True, text=True, env=env)
     print(f"{out.name}: exit {done.returncode} {done.stderr.strip()[-300:]}", file=sys.stderr)
     return json.loads(out.read_text()) if out.is_file() else {"ok": False, "foreign": []}

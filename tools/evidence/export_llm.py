@@ -1,7 +1,7 @@
 """Export a tiny generative model (a Llama-style decoder, random weights) the way ORT's own
 model builder makes LLMs for the CUDA EP, for the GPU proof of model-aware pruning (issue 42).
 
-    python3 tools/export_llm.py --out DIR [--builder-path SITE]
+    python3 -m tools.evidence.export_llm --out DIR [--builder-path SITE]
 
 - The model: `transformers.LlamaConfig` with 2 layers, hidden size 256, 4 attention heads and
   2 key/value heads (grouped-query attention), a vocabulary of 1024 and tied embeddings, made
@@ -12,10 +12,10 @@ model builder makes LLMs for the CUDA EP, for the GPU proof of model-aware pruni
   exports hold on the CUDA EP: `GroupQueryAttention` (rotary embedding fused into it),
   `MatMulNBits` (4-bit weights), `GatherBlockQuantized` (the tied 4-bit embedding),
   `SimplifiedLayerNormalization` and `SkipSimplifiedLayerNormalization`.
-- `DIR/models.json` describes it as tools/export_models.py does (name, source, ops, inputs),
-  plus `dims`: the sizes tools/gpu_probe.py gives its named dynamic dimensions (a past of 4
-  tokens and 4 new ones), so the attention's lengths agree, and `ones`: the attention mask,
-  fed all ones (every token attended).
+- `DIR/models.json` describes it as tools/evidence/export_models.py does (name, source, ops,
+  inputs), plus `dims`: the sizes tools/evidence/gpu_probe.py gives its named dynamic dimensions
+  (a past of 4 tokens and 4 new ones), so the attention's lengths agree, and `ones`: the
+  attention mask, fed all ones (every token attended).
 
 Needs torch, transformers, tokenizers, onnx and onnxruntime-genai (its builder is Python; the
 GPU machine has all but onnxruntime-genai, which travels as a wheel).

@@ -1,21 +1,21 @@
-"""Measure the configuration matrix (tools/probe_matrix.py) on the GPU machine: which libraries
-ONNX Runtime's CUDA EP maps for every configuration of every op, and which kernels the release
-registers.
+"""Measure the configuration matrix (tools/evidence/probe_matrix.py) on the GPU machine: which
+libraries ONNX Runtime's CUDA EP maps for every configuration of every op, and which kernels the
+release registers.
 
-    python3 tools/gpu_matrix.py kernels --ort-dir DIR --out kernels.json
-    python3 tools/gpu_matrix.py measure --ort-dir DIR --kernels kernels.json --jobs 12 \\
-        --out ort-1.31.1-cuda13-cudnn9.13.matrix.json
+    python3 -m tools.evidence.gpu_matrix kernels --ort-dir DIR --out kernels.json
+    python3 -m tools.evidence.gpu_matrix measure --ort-dir DIR --kernels kernels.json \\
+        --jobs 12 --out ort-1.31.1-cuda13-cudnn9.13.matrix.json
 
-`kernels` lists every kernel definition the release registers, per provider (op, domain,
-version range, type constraints: onnxruntime's own `get_all_opkernel_def`, which creates each
-provider of the build, so it needs the GPU), and every operator schema it knows (ONNX,
-`com.microsoft`, ...). `measure` builds the matrix for those kernels and runs each model in a
-fresh process, `--jobs` at a time, with tools/gpu_probe.py's child (the same measurement as
-`gpu_probe.py measure`: /proc/self/maps before the session, after creating it and after one run,
-then a profiled session for where each node ran). A configuration with provider options runs
-with them (CUDA EP options as `$GPU_PROBE_OPTIONS`). Each result carries its op, settings,
-options and source; a model that could not be built is listed under `unbuilt` with the reason.
-Standard library, onnx, numpy and onnxruntime only, like the probe.
+`kernels` lists every kernel definition the release registers, per provider (op, domain, version
+range, type constraints: onnxruntime's own `get_all_opkernel_def`, which creates each provider
+of the build, so it needs the GPU), and every operator schema it knows (ONNX, `com.microsoft`,
+...). `measure` builds the matrix for those kernels and runs each model in a fresh process,
+`--jobs` at a time, with tools/evidence/gpu_probe.py's child (the same measurement as
+`tools.evidence.gpu_probe measure`: /proc/self/maps before the session, after creating it and
+after one run, then a profiled session for where each node ran). A configuration with provider
+options runs with them (CUDA EP options as `$GPU_PROBE_OPTIONS`). Each result carries its op,
+settings, options and source; a model that could not be built is listed under `unbuilt` with the
+reason. Standard library, onnx, numpy and onnxruntime only, like the probe.
 """
 
 from __future__ import annotations
@@ -30,12 +30,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tools.evidence import gpu_probe, probe_matrix
+from tools.evidence.probe_model import Config
 
-import gpu_probe
-import probe_matrix
-
-SCRIPT = Path(__file__).resolve()
+MODULE = __spec__.name  # what the `_kernels` child runs
 
 
 def child_kernels() -> dict[str, Any]:
@@ -69,7 +67,7 @@ def child_kernels() -> dict[str, Any]:
 
 
 def cmd_kernels(args: argparse.Namespace) -> int:
-    command = [sys.executable, str(SCRIPT), "_kernels"]
+    command = [sys.executable, "-m", MODULE, "_kernels"]
     command += ["--ort-dir", args.ort_dir] if args.ort_dir else []
     import subprocess
 
@@ -101,7 +99,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
     versions = gpu_probe._spawn(["_versions"], args.timeout)
     versions.pop("_failure", None)
     raw = gpu_probe._header(args, versions)
-    raw["probe"] = "tools/gpu_matrix.py"
+    raw["probe"] = "tools/evidence/gpu_matrix.py"
     raw["unbuilt"] = []
     begin = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="gpu-matrix-") as tmp:
@@ -125,19 +123,19 @@ def cmd_measure(args: argparse.Namespace) -> int:
     return 0
 
 
-def base_configs() -> list[probe_matrix.Config]:
-    """The probe's 78 one-op models (tools/gpu_probe.py), float32, as configurations."""
+def base_configs() -> list[Config]:
+    """The probe's 78 one-op models (tools/evidence/gpu_probe.py), float32, as configurations."""
     built: dict[str, Any] = {}
     for builder in gpu_probe.BUILDERS:
         built |= builder()
     return [
-        probe_matrix.Config(op, {"type": "float", "model": "base"}, lambda m=model: m)
+        Config(op, {"type": "float", "model": "base"}, lambda m=model: m)
         for op, model in sorted(built.items())
     ]
 
 
 def _write_models(
-    configs: list[probe_matrix.Config], folder: Path, unbuilt: list[dict[str, str]]
+    configs: list[Config], folder: Path, unbuilt: list[dict[str, str]]
 ) -> dict[str, Path]:
     import onnx
 
@@ -158,7 +156,7 @@ def _why(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
 
 
-def _measure(config: probe_matrix.Config, path: Path, args: argparse.Namespace) -> dict[str, Any]:
+def _measure(config: Config, path: Path, args: argparse.Namespace) -> dict[str, Any]:
     env = dict(os.environ)
     if config.options:
         env[gpu_probe.OPTIONS_ENV] = json.dumps(config.options)
@@ -170,7 +168,9 @@ def _measure(config: probe_matrix.Config, path: Path, args: argparse.Namespace) 
 
 def parser() -> argparse.ArgumentParser:
     raw = argparse.RawDescriptionHelpFormatter
-    top = argparse.ArgumentParser(prog="gpu_matrix.py", description=__doc__, formatter_class=raw)
+    top = argparse.ArgumentParser(
+        prog=f"python -m {MODULE}", description=__doc__, formatter_class=raw
+    )
     sub = top.add_subparsers(dest="command", required=True)
     kernels = sub.add_parser("kernels", help="list the release's kernels and schemas")
     kernels.add_argument("--ort-dir", metavar="DIR")

@@ -8,8 +8,9 @@ release. Each is derived with `bundle profiles new`'s code from the package inde
 with manifests/profiles/<name>.toml as data (bundler.rules.derive.catalogue.differences). The result
 is one JSON document on stdout: a maintainer's diff, not text.
 
-    python tools/derive_catalogue.py [--write] [--only 1.31.1 ...] [--kind gpu|cpu|directml]
-                                     [--cache DIR] [--index-url URL]
+    python -m tools.manifests.derive_catalogue [--write] [--only 1.31.1 ...]
+                                               [--kind gpu|cpu|directml] [--cache DIR]
+                                               [--index-url URL]
 
 --write replaces the derived profiles that differ and adds the new ones; hand-written profiles
 (no "# Derived by" header, e.g. the 1.19.2 ones) are only compared, never written. Exit 1 when
@@ -23,26 +24,23 @@ import json
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from bundler.acquire.artifacts import AcquireOptions  # noqa: E402
-from bundler.acquire.cache import Cache  # noqa: E402
-from bundler.acquire.download import DownloadPolicy  # noqa: E402
-from bundler.config.cache_root import default_cache_dir  # noqa: E402
-from bundler.errors import BundleError  # noqa: E402
-from bundler.render.engine import write_text  # noqa: E402
-from bundler.reporter import Reporter  # noqa: E402
-from bundler.rules.derive import NewProfile, derive_profile  # noqa: E402
-from bundler.rules.derive.catalogue import PACKAGES, SINCE, differences, profile_facts  # noqa: E402
-from bundler.rules.derive.flavours import load_flavour  # noqa: E402
-from bundler.rules.derive.index import (  # noqa: E402
+from bundler.acquire.artifacts import AcquireOptions
+from bundler.acquire.cache import Cache
+from bundler.acquire.download import DownloadPolicy
+from bundler.config.cache_root import default_cache_dir
+from bundler.errors import BundleError
+from bundler.render.engine import write_text
+from bundler.reporter import Reporter
+from bundler.rules.derive import NewProfile, derive_profile
+from bundler.rules.derive.catalogue import PACKAGES, SINCE, differences, profile_facts
+from bundler.rules.derive.flavours import load_flavour
+from bundler.rules.derive.index import (
     default_index_url,
     newest_per_minor,
     released_versions,
 )
-from bundler.target import resources  # noqa: E402
-from bundler.target.profiles import load_profile_file  # noqa: E402
+from bundler.target import resources
+from bundler.target.profiles import load_profile_file
 
 CARRIER = {"gpu": "gpu-cuda12", "cpu": "cpu", "directml": "directml"}  # the package to fetch
 

@@ -25,8 +25,8 @@ and cuDNN wheels in a venv; onnx and numpy importable by the python that runs th
 
     SP=<venv>/lib/python3.X/site-packages
     export LD_LIBRARY_PATH=$SP/nvidia/cu13/lib:$SP/nvidia/cudnn/lib
-    python3 tools/gpu_probe.py measure --ort-dir <ort-target-dir> --out raw.json
-    python3 tools/gpu_probe.py prove --ort-dir <ort-target-dir> --libs <kept-dir> \\
+    python3 -m tools.evidence.gpu_probe measure --ort-dir <ort-target-dir> --out raw.json
+    python3 -m tools.evidence.gpu_probe prove --ort-dir <ort-target-dir> --libs <kept-dir> \\
         --model transformer --out proof-transformer.json
 
 `measure` writes the raw JSON (platform, python, onnxruntime version, provider, GPU name and
@@ -43,7 +43,9 @@ probe models. Locally, without a GPU: `--provider CPUExecutionProvider`, `--ort-
 
 The raw output of a GPU run is committed to manifests/evidence/ (one file per ORT release and
 CUDA flavour), the evidence the CUDA runtime rules are derived from. Standard library, onnx,
-numpy and onnxruntime only: this script does not import `bundler`.
+numpy and onnxruntime only; of `bundler`, only `bundle measure`'s child (bundler.measure.child,
+standard library only, as are the package files above it). Run from the repository root: each
+child is this module again (`python -m tools.evidence.gpu_probe`), in the same folder.
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+
+from bundler.measure import child as measuring
 
 # onnx.TensorProto element types (onnx is imported lazily: the measuring child must not map it)
 FLOAT, UINT8, INT64, BOOL, FLOAT16 = 1, 2, 7, 9, 10
@@ -86,10 +90,8 @@ APPS = ("transformer", "conv")
 OPTIONS_ENV = "GPU_PROBE_OPTIONS"  # the CUDA EP's options for a child, as a JSON object
 DIMS_ENV = "GPU_PROBE_DIMS"  # named dynamic dimensions of a model's inputs (JSON)
 ONES_ENV = "GPU_PROBE_ONES"  # inputs fed all ones (JSON list of names)
-SCRIPT = Path(__file__).resolve()
-# bundle measure's measuring child: standard library only, like this script
-sys.path.insert(0, str(SCRIPT.parent.parent / "bundler" / "measure"))
-import child as measuring  # noqa: E402
+# What a child runs: this module, as `python -m` names it (also when gpu_matrix imports it).
+MODULE = __spec__.name
 
 Spec = tuple[Any, ...]  # a graph input: (name, shape) or (name, shape, element type)
 Out = str | tuple[str, int]  # a graph output: name (float) or (name, element type)
@@ -539,7 +541,7 @@ def _spawn(argv: list[str], timeout: float, env: dict[str, str] | None = None) -
 
     The line gets "_failure" when the child timed out or died before it said "done".
     """
-    command = [sys.executable, str(SCRIPT), *argv]
+    command = [sys.executable, "-m", MODULE, *argv]
     failure = None
     try:
         proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
@@ -619,7 +621,7 @@ def _progress(index: int, total: int, record: dict[str, Any], seconds: float) ->
 def _header(args: argparse.Namespace, versions: dict[str, Any]) -> dict[str, Any]:
     library_path = os.environ.get("LD_LIBRARY_PATH", "")
     return {
-        "probe": "tools/gpu_probe.py",
+        "probe": "tools/evidence/gpu_probe.py",
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "platform": platform.platform(),
         "python": sys.version.split()[0],
@@ -793,7 +795,9 @@ def _hidden(sub: Any) -> None:
 
 def parser() -> argparse.ArgumentParser:
     raw = argparse.RawDescriptionHelpFormatter
-    top = argparse.ArgumentParser(prog="gpu_probe.py", description=__doc__, formatter_class=raw)
+    top = argparse.ArgumentParser(
+        prog=f"python -m {MODULE}", description=__doc__, formatter_class=raw
+    )
     sub = top.add_subparsers(dest="command", required=True, metavar="{measure,prove,models}")
     measure = sub.add_parser(
         "measure",

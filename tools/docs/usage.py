@@ -5,9 +5,9 @@ command, option or help text shows up here without editing this file. Help is pl
 fixed width (80 columns, no colour, no rich boxes), so the page is the same on every machine
 and the docs site shows it without horizontal scrolling.
 
-    python tools/usage.py            # print the page
-    python tools/usage.py --write    # write it to docs/usage.md
-    python tools/usage.py --check    # exit 1 when docs/usage.md differs from the CLI's help
+    python -m tools.docs.usage            # print the page
+    python -m tools.docs.usage --write    # write it to docs/usage.md
+    python -m tools.docs.usage --check    # exit 1 when docs/usage.md differs from the CLI's help
 
 tests/test_docs.py keeps docs/usage.md equal to what this renders.
 """
@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 # Before typer is imported: plain click help, no colour, a fixed terminal width.
@@ -26,13 +25,10 @@ os.environ["NO_COLOR"] = "1"
 os.environ["TERM"] = "dumb"
 os.environ["COLUMNS"] = str(WIDTH := 80)
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+import typer
+import typer.core
 
-import typer  # noqa: E402
-import typer.core  # noqa: E402
-
-from tools.generated_page import page_main  # noqa: E402
+from tools.generated.command import REPO, Generated, generated_main
 
 # The environment variable is read when typer.core is first imported; switch rich off here too
 # in case it already was (typer >= 0.16 has HAS_RICH, older releases test the `rich` module).
@@ -41,15 +37,15 @@ if hasattr(typer.core, "HAS_RICH"):
 elif hasattr(typer.core, "rich"):
     typer.core.rich = None
 
-from bundler.cli.commands import command  # noqa: E402
+from bundler.cli.commands import command
 
 USAGE_MD = REPO / "docs" / "usage.md"
 HEADER = """\
 # Usage
 
 The `--help` of every `bundle` command and sub-command. This page is generated
-from the command line itself by `python tools/usage.py --write`; do not edit it
-by hand (a test fails when it differs from the CLI's help).
+from the command line itself by `python -m tools.docs.usage --write`; do not
+edit it by hand (a test fails when it differs from the CLI's help).
 """
 
 
@@ -87,7 +83,8 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return page_main("usage.py", __doc__.splitlines()[0], USAGE_MD, render, argv)
+    page = Generated(USAGE_MD, render)
+    return generated_main(__spec__.name, __doc__.splitlines()[0], lambda _: [page], argv)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ dont_write_bytecode): PYTHONPATH, PYTHONUTF8, PYTHONIOENCODING are ignored. So t
 under test is named by BUNDLE_TEST_PYTHONPATH, which sitecustomize puts on sys.path: one
 cached interpreter serves every checkout.
 
-    python tools/windows_python.py [--cache DIR] [MINOR ...]      (default: all)
+    python -m tools.testing.windows_python [--cache DIR] [MINOR ...]      (default: all)
 """
 
 from __future__ import annotations
@@ -41,10 +41,9 @@ from filelock import FileLock
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from tools.testing.fetch_test_wheels import default_cache
 
-from tests.conftest import test_cache_dir  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -66,8 +65,8 @@ SITE = "Lib/site-packages"
 PATH_VARIABLE = "BUNDLE_TEST_PYTHONPATH"
 
 SITECUSTOMIZE = f'''\
-"""Windows tier of the tests only (written by tools/windows_python.py, never part of bundler):
-what the official CPython needs to run under Wine 8. Real Windows needs none of it."""
+"""Windows tier of the tests only (written by tools/testing/windows_python.py, never part of
+bundler): what the official CPython needs to run under Wine 8. Real Windows needs none of it."""
 
 import os
 import sys
@@ -124,7 +123,7 @@ ntpath._getfinalpathname = _getfinalpathname
 
 def home(minor: str, cache: Path | None = None) -> Path:
     """The interpreter folder of `minor` ("3.13"): python.exe is in it."""
-    return (cache or test_cache_dir()) / "winpython" / EMBEDS[minor].version / "python"
+    return (cache or default_cache()) / "winpython" / EMBEDS[minor].version / "python"
 
 
 def ensure(minor: str, cache: Path | None = None, log: Callable[[str], None] = print) -> Path:

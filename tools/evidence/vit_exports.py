@@ -2,24 +2,26 @@
 pruning decision for each with a table (issue 42): the TorchScript exporter with a dynamic
 batch, and the dynamo exporter with a dynamic batch.
 
-    python3 tools/vit_exports.py --plan PLAN --table OLD --table NEW > vit_exports.json
+    python3 -m tools.evidence.vit_exports --plan PLAN --table OLD --table NEW > vit_exports.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 
 def main() -> None:
-    import torch
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--plan", type=Path, required=True)
+    parser.add_argument("--table", type=Path, action="append", required=True)
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()))
+    args = parser.parse_args()
+    import torch  # after the arguments: --help needs no torch
     import torchvision
 
     from bundler.closure.plan import plan_from_json
@@ -27,11 +29,6 @@ def main() -> None:
     from bundler.pruning.onnx_models import read_model_ops
     from bundler.pruning.prune import TableSource, decide
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--plan", type=Path, required=True)
-    parser.add_argument("--table", type=Path, action="append", required=True)
-    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()))
-    args = parser.parse_args()
     warnings.filterwarnings("ignore")
     data = json.loads(args.plan.read_text())
     plan = plan_from_json(json.dumps(data.get("plan", data)), str(args.plan))

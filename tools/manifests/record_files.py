@@ -6,38 +6,37 @@ every artifact with a pinned wheel, each DLL of the wheel that the artifact `pro
 and delay-import names (API sets left out). The block runs from its marker line to the end of
 the file and is replaced as a whole; everything above it stays as written.
 
-    python tools/record_files.py [PROFILE.toml ...] [--cache DIR] [--check]
+    python -m tools.manifests.record_files [PROFILE.toml ...] [--cache DIR] [--write | --check]
 
 Without PROFILE, every hand-written shipped profile (a derived one gets its block from
 `bundle profiles new`). The wheels come from the test cache that
-tools/fetch_test_wheels.py fills (downloaded and verified against the profile's pins when
-absent). --check changes nothing and exits 1 when a profile's block is not what it would write.
+tools/testing/fetch_test_wheels.py fills (downloaded and verified against the profile's pins when
+absent). Without a flag it prints the profiles as they should be; --write rewrites those whose
+block differs, --check changes nothing and exits 1 when a block is not what it would write
+(tools.generated.command: the command line every generator shares).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tools"))
-
-from fetch_test_wheels import default_cache, download, extract  # noqa: E402
-
-from bundler.binary.pe import read_pe  # noqa: E402
-from bundler.rules.derive.facts import recorded_file  # noqa: E402
-from bundler.rules.derive.profile_toml import RECORDED_MARKER, recorded_files_toml  # noqa: E402
-from bundler.target.loads import RecordedFile  # noqa: E402
-from bundler.target.profiles import (  # noqa: E402
+from bundler.binary.pe import read_pe
+from bundler.rules.derive.facts import recorded_file
+from bundler.rules.derive.profile_toml import RECORDED_MARKER, recorded_files_toml
+from bundler.target.loads import RecordedFile
+from bundler.target.profiles import (
     PipSource,
     Profile,
     available_profiles,
     load_profile_file,
     matches,
 )
-from bundler.target.system import load_system_policy  # noqa: E402
+from bundler.target.system import load_system_policy
+from tools.generated.command import Generated, generated_main
+from tools.testing.fetch_test_wheels import default_cache, download, extract
 
 
 def recorded(profile: Profile, cache: Path) -> list[RecordedFile]:
@@ -61,36 +60,34 @@ def recorded(profile: Profile, cache: Path) -> list[RecordedFile]:
 def rewritten(path: Path, files: list[RecordedFile]) -> str:
     text = path.read_text(encoding="utf-8")
     head = text.split("\n" + RECORDED_MARKER, 1)[0].rstrip("\n") + "\n"
-    how = "Measured by tools/record_files.py on each artifact's pinned wheel"
+    how = "Measured by tools/manifests/record_files.py on each artifact's pinned wheel"
     return head + "\n".join(recorded_files_toml(files, how)) + "\n"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("profiles", nargs="*", type=Path)
-    parser.add_argument("--cache", type=Path, default=default_cache())
-    parser.add_argument("--check", action="store_true")
-    args = parser.parse_args()
+def hand_written() -> list[Path]:
+    """The shipped profiles written by hand (a derived one starts with "# Derived by")."""
+    profiles = available_profiles().values()
+    return [path for path in profiles if not path.read_text("utf-8").startswith("# Derived by")]
+
+
+def profile_files(args: argparse.Namespace) -> list[Generated]:
     (args.cache / "wheels").mkdir(parents=True, exist_ok=True)
     (args.cache / "extracted").mkdir(parents=True, exist_ok=True)
-    stale = 0
-    hand_written = [
-        path
-        for path in available_profiles().values()
-        if not path.read_text(encoding="utf-8").startswith("# Derived by")
-    ]
-    for path in args.profiles or hand_written:
-        text = rewritten(path, recorded(load_profile_file(path), args.cache))
-        if text == path.read_text(encoding="utf-8"):
-            print(f"{path.name}: up to date")
-        elif args.check:
-            print(f"{path.name}: its [[files]] block differs from the pinned wheels' DLLs")
-            stale += 1
-        else:
-            path.write_text(text, encoding="utf-8")
-            load_profile_file(path)  # the loader must accept what was written
-            print(f"{path.name}: [[files]] rewritten")
-    return 1 if stale else 0
+
+    def text(path: Path) -> str:
+        return rewritten(path, recorded(load_profile_file(path), args.cache))
+
+    chosen = args.profiles or hand_written()
+    return [Generated(path, functools.partial(text, path), load_profile_file) for path in chosen]
+
+
+def main(argv: list[str] | None = None) -> int:
+    def arguments(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("profiles", nargs="*", type=Path, help="default: the hand-written")
+        parser.add_argument("--cache", type=Path, default=default_cache(), help="the test cache")
+
+    description = __doc__.splitlines()[0]
+    return generated_main(__spec__.name, description, profile_files, argv, arguments)
 
 
 if __name__ == "__main__":

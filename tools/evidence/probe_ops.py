@@ -1,14 +1,16 @@
-"""Hand builders for the ops the first configuration matrix (tools/probe_matrix.py) could not
-build from their ONNX schemas: ops with subgraphs (control flow), with inputs of a special
-kind (regions of interest, quantized tensors, sequences, optionals, window sizes) or with
-required attributes, and the `com.microsoft` ops that generative (LLM) exports run. Issue 42.
+"""Hand builders for the ops the first configuration matrix (tools/evidence/probe_matrix.py)
+could not build from their ONNX schemas: ops with subgraphs (control flow), with inputs of a
+special kind (regions of interest, quantized tensors, sequences, optionals, window sizes) or
+with required attributes, and the `com.microsoft` ops that generative (LLM) exports run. Issue
+42.
 
-Each family yields `probe_matrix.Config`s like the hand matrices there; `probe_matrix.HAND`
-lists them. An op's configurations are few (the element types its kernels allow, at most
-two, and the attribute that picks another code path where there is one): what matters is
-which libraries the op's CUDA kernel maps, and an op none of whose configurations could be
-built or run keeps no row (bundle prunes nothing for a model using it; the raw file records
-why). Standard library, onnx and numpy only, like probe_matrix.
+Each family yields `probe_model.Config`s like the hand matrices of probe_matrix, whose
+`matrix()` adds them (`FAMILIES`) to its own. An op's configurations are few (the element
+types its kernels allow, at most two, and the attribute that picks another code path where
+there is one): what matters is which libraries the op's CUDA kernel maps, and an op none of
+whose configurations could be built or run keeps no row (bundle prunes nothing for a model
+using it; the raw file records why). Standard library, onnx and numpy only, like
+probe_matrix.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from probe_matrix import (
+from tools.evidence.probe_model import (
     BOOL,
     FLOAT,
     FLOATS,
@@ -738,7 +740,8 @@ def _gather_block_quantized(kind: str) -> Config:
 
 
 def only_regex() -> str:
-    """A `gpu_matrix.py measure --only` pattern for every configuration these families make."""
+    """A `tools.evidence.gpu_matrix measure --only` pattern for every configuration these
+    families make."""
     import re
 
     ops = {c.op for family in FAMILIES for c in family(lambda op: list(FLOATS))}

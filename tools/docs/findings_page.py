@@ -1,7 +1,7 @@
 """The findings table of docs/auditing.md, generated from the audit's catalogue
 (bundler.findings); tests/test_audit.py keeps the page equal to it.
 
-    python -m tools.findings_page    # print the table, to paste between the page's rows
+    python -m tools.docs.findings_page    # print the table, to paste between the page's rows
 """
 
 from __future__ import annotations

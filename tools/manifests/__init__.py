@@ -1,0 +1,1 @@
+"""Regenerators and proofs of the data in manifests/: profiles, EP packs, the system DLL list."""
