@@ -264,23 +264,6 @@ static void json_report(const Doctor *doctor, int exit_code, StrBuf *out)
     free(folder);
 }
 
-/* --- the machine --------------------------------------------------------------------------- */
-
-/* RtlGetVersion tells the truth where GetVersionEx lies to unmanifested programs; ntdll is in
- * every process, so GetModuleHandle finds it without an import. */
-void machine_windows(Machine *machine)
-{
-    typedef LONG(WINAPI * RtlGetVersion)(OSVERSIONINFOW *);
-    HMODULE ntdll = GetModuleHandleW(L"ntdll.dll");
-    RtlGetVersion get = ntdll ? (RtlGetVersion)(void *)GetProcAddress(ntdll, "RtlGetVersion") : NULL;
-    OSVERSIONINFOW info = {.dwOSVersionInfoSize = sizeof info};
-    if (get && get(&info) == 0)
-        snprintf(machine->windows, sizeof machine->windows, "%lu.%lu.%lu",
-                         info.dwMajorVersion, info.dwMinorVersion, info.dwBuildNumber);
-    else
-        strcpy(machine->windows, "unknown");
-}
-
 /* --- command line -------------------------------------------------------------------------- */
 
 static wchar_t *default_data_file(void)

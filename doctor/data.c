@@ -507,3 +507,22 @@ int data_is_api_set(const Data *data, const char *name)
             return 1;
     return 0;
 }
+
+/* --- the bundle folder --------------------------------------------------------------------- */
+
+/* A record's path is relative to the data file's folder, '/'-separated: the checks and the
+ * packs' folders both reach the bundle's files through here. */
+wchar_t *bundle_path(const Data *data, const char *relative)
+{
+    wchar_t *rel = widen(relative);
+    size_t n = wcslen(data->folder) + 1 + wcslen(rel) + 1;
+    wchar_t *full = xrealloc(NULL, n * sizeof(wchar_t));
+    wcscpy(full, data->folder);
+    wcscat(full, L"\\");
+    wcscat(full, rel);
+    for (wchar_t *p = full; *p; p++)
+        if (*p == L'/')
+            *p = L'\\';
+    free(rel);
+    return full;
+}
