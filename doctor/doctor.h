@@ -196,14 +196,15 @@ void check_runtime_pack(Doctor *doctor);
 /* Whether bundle-pack.txt names the lock's pack (meaningful after check_runtime_pack). */
 int runtime_pack_matches(const Doctor *doctor);
 
-/* packs.c: the execution-provider packs (pack records) */
+/* packs.c: the execution-provider packs (ep records) */
 /* Whether `pack` can run on this machine (1) or not (0); *reason (malloc'ed) says why. */
 int pack_usable(Doctor *doctor, const PackRec *pack, char **reason);
 /* BA811 / BA812 per installed pack, BA813 per pack whose folder is absent */
 void check_packs(Doctor *doctor);
 /* Whether the bundle-relative `path` lies in the folder of a pack that is not installed. */
 int in_absent_pack(const Data *data, const char *path);
-/* --packs: one line per pack record, "pack<TAB>name<TAB>yes|no<TAB>reason" */
-void packs_lines(Doctor *doctor, StrBuf *out);
+/* --eps: one line per ep record, "<kind><TAB>name<TAB>yes|no<TAB>reason", kind "ep" (or
+ * "pack" for --packs, its old spelling) */
+void ep_lines(Doctor *doctor, const char *kind, StrBuf *out);
 
 #endif

@@ -207,7 +207,7 @@ def _component_of(name: str, lock: Lock) -> str | None:
 
 def _pack_values(lock: Lock, settings: IssSettings) -> list[dict[str, Any]]:
     """One component per execution-provider pack; the doctor picks those the machine can use
-    (its --packs line), and a required pack the machine cannot use stops the setup."""
+    (its --eps line), and a required pack the machine cannot use stops the setup."""
     shipped = tuple(pack.name for pack in lock.eps)
     for name in settings.require_eps:
         refuse_unshipped_requirement(f"--require-ep {name}", name, shipped)
