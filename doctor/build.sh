@@ -38,7 +38,7 @@ LIBS=(-lbcrypt -lversion -ladvapi32)
 cd "$here" # relative source names: nothing of the build folder ends up in the exe
 "${cross}windres" -D "FILEVER=$major,$minor,$patch,0" -O coff -i version.rc -o "$work/version.res"
 # Written under a temporary name and renamed, so OUT_DIR never holds half a file.
-"${cross}gcc" "${CFLAGS[@]}" -o "$work/bundle-doctor.exe" bundle-doctor.c checks.c data.c findings.c packs.c text.c \
+"${cross}gcc" "${CFLAGS[@]}" -o "$work/bundle-doctor.exe" bundle-doctor.c checks.c data.c findings.c machine.c packs.c text.c \
     "$work/version.res" "${LIBS[@]}"
 chmod 0755 "$work/bundle-doctor.exe"
 mv "$work/bundle-doctor.exe" "$out/bundle-doctor.exe"

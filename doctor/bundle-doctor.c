@@ -1,4 +1,4 @@
-/* bundle-doctor.exe [--json] [--verify] [--gpu-only | --packs] [--data FILE]
+/* bundle-doctor.exe [--json] [--verify] [--gpu-only | --eps] [--data FILE]
  *
  * Checks a shipped bundle on the machine it runs on, against bundle-doctor.dat (by default
  * next to the exe; the bundle folder is the data file's folder). Exit codes: 0 no error
@@ -11,7 +11,7 @@
 #include <string.h>
 
 static const char USAGE[] =
-    "usage: bundle-doctor.exe [--json] [--verify] [--gpu-only | --packs] [--data FILE]\n";
+    "usage: bundle-doctor.exe [--json] [--verify] [--gpu-only | --eps] [--data FILE]\n";
 static const char HELP[] =
     "Checks this bundle on this machine: every file present (--verify: and its SHA-256),\n"
     "the NVIDIA driver and GPUs against the GPU code the DLLs carry, DLLs of other versions\n"
@@ -22,8 +22,10 @@ static const char HELP[] =
     "  --json       one JSON object on stdout instead of text\n"
     "  --verify     also compare every file's SHA-256 (reads the whole bundle)\n"
     "  --gpu-only   only the NVIDIA driver and the GPUs (the installer, before it copies)\n"
-    "  --packs      only whether each EP pack can run here, one line per pack:\n"
-    "               pack<TAB>NAME<TAB>yes|no<TAB>REASON (the installer, before it copies)\n"
+    "  --eps        only whether each execution provider (EP) can run here, one line\n"
+    "               per EP: ep<TAB>NAME<TAB>yes|no<TAB>REASON (the installer, before\n"
+    "               it copies)\n"
+    "  --packs      the old spelling of --eps, whose lines begin with pack<TAB>\n"
     "  --data FILE  the data file (default: bundle-doctor.dat next to this exe)\n"
     "\n"
     "Exit codes: 0 no error found, 17 at least one error, 22 the data file is missing or\n"
@@ -264,23 +266,6 @@ static void json_report(const Doctor *doctor, int exit_code, StrBuf *out)
     free(folder);
 }
 
-/* --- the machine --------------------------------------------------------------------------- */
-
-/* RtlGetVersion tells the truth where GetVersionEx lies to unmanifested programs; ntdll is in
- * every process, so GetModuleHandle finds it without an import. */
-void machine_windows(Machine *machine)
-{
-    typedef LONG(WINAPI * RtlGetVersion)(OSVERSIONINFOW *);
-    HMODULE ntdll = GetModuleHandleW(L"ntdll.dll");
-    RtlGetVersion get = ntdll ? (RtlGetVersion)(void *)GetProcAddress(ntdll, "RtlGetVersion") : NULL;
-    OSVERSIONINFOW info = {.dwOSVersionInfoSize = sizeof info};
-    if (get && get(&info) == 0)
-        snprintf(machine->windows, sizeof machine->windows, "%lu.%lu.%lu",
-                         info.dwMajorVersion, info.dwMinorVersion, info.dwBuildNumber);
-    else
-        strcpy(machine->windows, "unknown");
-}
-
 /* --- command line -------------------------------------------------------------------------- */
 
 static wchar_t *default_data_file(void)
@@ -316,7 +301,8 @@ static int usage_error(const char *what, const wchar_t *arg)
 
 int wmain(int argc, wchar_t **argv)
 {
-    int json = 0, verify = 0, gpu_only = 0, packs = 0;
+    int json = 0, verify = 0, gpu_only = 0;
+    const char *eps = NULL; /* --eps: "ep", each line's first field; --packs: "pack" */
     wchar_t *data_file = NULL;
     for (int i = 1; i < argc; i++) {
         if (wcscmp(argv[i], L"--json") == 0)
@@ -325,8 +311,10 @@ int wmain(int argc, wchar_t **argv)
             verify = 1;
         else if (wcscmp(argv[i], L"--gpu-only") == 0)
             gpu_only = 1;
-        else if (wcscmp(argv[i], L"--packs") == 0)
-            packs = 1;
+        else if (wcscmp(argv[i], L"--eps") == 0)
+            eps = "ep";
+        else if (wcscmp(argv[i], L"--packs") == 0) /* its name before issue 39 */
+            eps = "pack";
         else if (wcscmp(argv[i], L"--help") == 0 || wcscmp(argv[i], L"-h") == 0 ||
                  wcscmp(argv[i], L"/?") == 0) {
             emit(STD_OUTPUT_HANDLE, USAGE);
@@ -340,8 +328,11 @@ int wmain(int argc, wchar_t **argv)
             return usage_error("unknown argument", argv[i]);
         }
     }
-    if (packs && (json || verify || gpu_only))
-        return usage_error("--packs goes with --data alone", L"--packs");
+    if (eps && (json || verify || gpu_only)) {
+        int old = strcmp(eps, "pack") == 0;
+        return usage_error(old ? "--packs goes with --data alone" : "--eps goes with --data alone",
+                           old ? L"--packs" : L"--eps");
+    }
     /* no "cannot find DLL" or "insert disk" dialog: a failing load must come back as an error */
     SetErrorMode(SEM_FAILCRITICALERRORS | SEM_NOOPENFILEERRORBOX);
     if (!data_file)
@@ -357,10 +348,10 @@ int wmain(int argc, wchar_t **argv)
     }
     Doctor doctor = {.data = &data, .verify = verify};
     machine_windows(&doctor.machine);
-    if (packs) { /* the data file alone: nothing of the bundle's folder is looked at */
+    if (eps) { /* the data file alone: nothing of the bundle's folder is looked at */
         StrBuf lines;
         sb_init(&lines);
-        packs_lines(&doctor, &lines);
+        ep_lines(&doctor, eps, &lines);
         emit(STD_OUTPUT_HANDLE, lines.text);
         return EXIT_OK;
     }

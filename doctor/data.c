@@ -210,7 +210,7 @@ static int is_name_list(const char *text)
 
 enum Kind {
     TOOL = 1, PROFILE, ORT, VC_RUNTIME, VC_DLL, API_SET, DRIVER, CHECK, FILE_, VERSION, LOAD,
-    PRUNED, IMPORTS, GPU, PACK, RUNTIME_PACK
+    PRUNED, IMPORTS, GPU, EP, RUNTIME_PACK
 };
 
 static const struct {
@@ -223,37 +223,39 @@ static const struct {
     [API_SET] = {"api_set", 2, 0},   [DRIVER] = {"driver", 4, 1}, [CHECK] = {"check", 5, 0},
     [FILE_] = {"file", 5, 0},        [VERSION] = {"version", 3, 0}, [LOAD] = {"load", 2, 0},
     [PRUNED] = {"pruned", 2, 0},     [IMPORTS] = {"imports", 3, 0}, [GPU] = {"gpu", 4, 0},
-    [PACK] = {"pack", 8, 0},         [RUNTIME_PACK] = {"runtime_pack", 2, 1},
+    [EP] = {"ep", 8, 0},             [RUNTIME_PACK] = {"runtime_pack", 2, 1},
 };
 #define N_KINDS ((int)(sizeof KINDS / sizeof KINDS[0]))
+/* The ep record's name before issue 39, written by an older bundle: still read as one. */
+#define OLD_EP_NAME "pack"
 
 static const char *const PROBES[] = {"nvidia-cuda", "intel", "d3d12"};
 
-/* A pack record: name, folder, plugin (inside the folder), probe, minimum compute capability
- * and driver ("-": none), and what the pack needs, in words. */
-static char *take_pack(Data *data, char **f)
+/* An ep record (an execution-provider pack): name, folder, plugin (inside the folder), probe,
+ * minimum compute capability and driver ("-": none), and what the EP needs, in words. */
+static char *take_ep(Data *data, char **f)
 {
     size_t folder = strlen(f[2]);
     if (!*f[1] || strpbrk(f[1], "/\\: "))
-        return xprintf("'%s' is not an EP pack name (e.g. nv-tensorrt-rtx)", f[1]);
+        return xprintf("'%s' is not an EP name (e.g. nv-tensorrt-rtx)", f[1]);
     for (size_t i = 0; i < data->n_packs; i++)
         if (strcmp(data->packs[i].name, f[1]) == 0)
-            return xprintf("a second pack record for %s", f[1]);
+            return xprintf("a second ep record for %s", f[1]);
     if (!is_relative_path(f[2]) || !is_relative_path(f[3]) || strncmp(f[3], f[2], folder) != 0 ||
         f[3][folder] != '/')
-        return xprintf("the pack %s needs a relative folder and a plugin path inside it", f[1]);
+        return xprintf("the EP %s needs a relative folder and a plugin path inside it", f[1]);
     int probe = -1;
     for (int i = 0; i < (int)(sizeof PROBES / sizeof PROBES[0]); i++)
         if (strcmp(f[4], PROBES[i]) == 0)
             probe = i;
     if (probe < 0)
-        return xprintf("the probe '%s' of the pack %s is not nvidia-cuda, intel or d3d12", f[4],
+        return xprintf("the probe '%s' of the EP %s is not nvidia-cuda, intel or d3d12", f[4],
                        f[1]);
     if ((strcmp(f[5], "-") != 0 && !is_dotted(f[5], 2)) ||
         (strcmp(f[6], "-") != 0 && !is_dotted(f[6], 2)))
-        return xprintf("the pack %s's minimum compute capability and driver are X.Y or -", f[1]);
+        return xprintf("the EP %s's minimum compute capability and driver are X.Y or -", f[1]);
     if (!*f[7])
-        return xprintf("the pack %s says nothing about what it needs", f[1]);
+        return xprintf("the EP %s says nothing about what it needs", f[1]);
     *GROW(data->packs, data->n_packs) =
         (PackRec){xstrdup(f[1]), xstrdup(f[2]), xstrdup(f[3]), PROBES[probe], xstrdup(f[5]),
                   xstrdup(f[6]), xstrdup(f[7])};
@@ -351,8 +353,8 @@ static char *take_record(Data *data, int kind, char **f)
                            "(sm_XY[a|f],... or -)");
         *GROW(data->gpus, data->n_gpus) = (GpuRec){xstrdup(f[1]), xstrdup(f[2]), xstrdup(f[3])};
         return NULL;
-    case PACK:
-        return take_pack(data, f);
+    case EP:
+        return take_ep(data, f);
     case RUNTIME_PACK: /* the hash bundle-pack.txt must name (bundler/lock.py's RuntimePack) */
         if (!is_hex64(f[1]))
             return xstrdup("the runtime pack's SHA-256 is not 64 lowercase hex digits");
@@ -396,6 +398,8 @@ static char *parse_records(Data *data, char *text, size_t n)
         for (int k = 1; k < N_KINDS; k++)
             if (strcmp(f[0], KINDS[k].name) == 0)
                 kind = k;
+        if (strcmp(f[0], OLD_EP_NAME) == 0)
+            kind = EP;
         if (!kind)
             return xprintf("line %d: unknown record '%s' (written by a newer bundle?); %s", line_no,
                            f[0], REBUILD);
@@ -506,4 +510,23 @@ int data_is_api_set(const Data *data, const char *name)
         if (_strnicmp(name, data->api_sets[i], strlen(data->api_sets[i])) == 0)
             return 1;
     return 0;
+}
+
+/* --- the bundle folder --------------------------------------------------------------------- */
+
+/* A record's path is relative to the data file's folder, '/'-separated: the checks and the
+ * packs' folders both reach the bundle's files through here. */
+wchar_t *bundle_path(const Data *data, const char *relative)
+{
+    wchar_t *rel = widen(relative);
+    size_t n = wcslen(data->folder) + 1 + wcslen(rel) + 1;
+    wchar_t *full = xrealloc(NULL, n * sizeof(wchar_t));
+    wcscpy(full, data->folder);
+    wcscat(full, L"\\");
+    wcscat(full, rel);
+    for (wchar_t *p = full; *p; p++)
+        if (*p == L'/')
+            *p = L'\\';
+    free(rel);
+    return full;
 }

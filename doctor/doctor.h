@@ -2,12 +2,15 @@
  * the data file `bundle build` writes next to the app. The doctor never re-derives what the
  * build knew (which files, which imports, which GPU code): it reads it from the data file and
  * asks this machine only what the build could not know (driver, GPUs, System32, PATH, the
- * loader's verdict). Shared declarations of the three translation units:
+ * loader's verdict). Shared declarations of the translation units, each calling only those
+ * below it (tests/test_doctor_sources.py keeps it so):
  *   bundle-doctor.c  command line, report (text and JSON), exit codes
- *   data.c           the data file (version 1): parse, validate, SHA-256 via CNG
- *   findings.c       the findings the checks add and the report prints
  *   checks.c         the checks, each adding findings
  *   packs.c          the execution-provider packs: whether each can run on this machine
+ *   machine.c        what the machine says: Windows, the NVIDIA driver and GPUs, FileVersion
+ *   findings.c       the findings the checks add and the report prints
+ *   data.c           the data file (version 1): parse, validate, SHA-256 via CNG
+ *   text.c           UTF-8 buffers, JSON escaping, UTF-8/UTF-16
  */
 #ifndef BUNDLE_DOCTOR_H
 #define BUNDLE_DOCTOR_H
@@ -118,6 +121,8 @@ int data_load(const wchar_t *file, Data *data, char **problem);
 /* Whether `name` (a plain DLL name) is a VC++ runtime DLL, or an API set, by the data file. */
 int data_is_vc_runtime(const Data *data, const char *name);
 int data_is_api_set(const Data *data, const char *name);
+/* the bundle-relative posix path as a full Windows path, malloc'ed */
+wchar_t *bundle_path(const Data *data, const char *relative);
 
 /* SHA-256 of a buffer or of a whole file (read in chunks), lowercase hex into out[65].
  * Return 0 on success, else a Win32 / NTSTATUS-derived error number. */
@@ -169,11 +174,17 @@ void finding_file(Finding *finding, const char *file);
 void finding_detail(Finding *finding, char *detail); /* takes ownership */
 const CheckRow *check_row(const Data *data, const char *code);
 
-/* checks.c: each adds findings to the doctor */
+/* machine.c: what the machine says, adding no finding */
 void machine_windows(Machine *machine);
-/* Asks the NVIDIA driver `dll` (from System32) once, adding no finding: have_driver, the
- * versions, and the GPUs or gpu_problem. A second call does nothing. */
+/* Asks the NVIDIA driver `dll` (from System32) once: have_driver, the versions, and the GPUs
+ * or gpu_problem. A second call does nothing. */
 void machine_nvidia(Machine *machine, const char *dll);
+/* Compares dotted versions part by part; a floor of two parts ("14.40") compares two parts. */
+int version_below(const char *version, const char *floor);
+/* FileVersion a.b.c.d of a file into out; 0 when it has none */
+int file_version(const wchar_t *path, char *out, size_t n);
+
+/* checks.c: each adds findings to the doctor */
 void check_files(Doctor *doctor);
 void check_driver_and_gpus(Doctor *doctor);
 void check_shadowing(Doctor *doctor);
@@ -185,23 +196,15 @@ void check_runtime_pack(Doctor *doctor);
 /* Whether bundle-pack.txt names the lock's pack (meaningful after check_runtime_pack). */
 int runtime_pack_matches(const Doctor *doctor);
 
-/* packs.c: the execution-provider packs (pack records) */
+/* packs.c: the execution-provider packs (ep records) */
 /* Whether `pack` can run on this machine (1) or not (0); *reason (malloc'ed) says why. */
 int pack_usable(Doctor *doctor, const PackRec *pack, char **reason);
 /* BA811 / BA812 per installed pack, BA813 per pack whose folder is absent */
 void check_packs(Doctor *doctor);
 /* Whether the bundle-relative `path` lies in the folder of a pack that is not installed. */
 int in_absent_pack(const Data *data, const char *path);
-/* --packs: one line per pack record, "pack<TAB>name<TAB>yes|no<TAB>reason" */
-void packs_lines(Doctor *doctor, StrBuf *out);
-
-/* Compares dotted versions part by part; a floor of two parts ("14.40") compares two parts. */
-int version_below(const char *version, const char *floor);
-
-/* FileVersion a.b.c.d of a file into out; 0 when it has none */
-int file_version(const wchar_t *path, char *out, size_t n);
-/* the bundle-relative posix path as a full Windows path, malloc'ed */
-wchar_t *bundle_path(const Data *data, const char *relative);
-const char *base_name(const char *path);
+/* --eps: one line per ep record, "<kind><TAB>name<TAB>yes|no<TAB>reason", kind "ep" (or
+ * "pack" for --packs, its old spelling) */
+void ep_lines(Doctor *doctor, const char *kind, StrBuf *out);
 
 #endif

@@ -6,7 +6,7 @@
  *                capability against the pack's floors
  *   intel        the CPU's CPUID vendor, and the DXGI adapters' PCI vendor 0x8086
  *   d3d12        a DXGI adapter (not the software one) on which D3D12CreateDevice succeeds
- * --packs prints the verdicts alone (the installer asks it which components to select); the
+ * --eps prints the verdicts alone (the installer asks it which components to select); the
  * full report turns them into BA811 / BA812, or BA813 for a pack whose folder is absent. */
 #include "doctor.h"
 
@@ -293,7 +293,7 @@ void check_packs(Doctor *doctor)
     }
 }
 
-void packs_lines(Doctor *doctor, StrBuf *out)
+void ep_lines(Doctor *doctor, const char *kind, StrBuf *out)
 {
     for (size_t i = 0; i < doctor->data->n_packs; i++) {
         const PackRec *pack = &doctor->data->packs[i];
@@ -303,7 +303,7 @@ void packs_lines(Doctor *doctor, StrBuf *out)
         for (char *p = reason; *p; p++)
             if (*p == '\t' || *p == '\n' || *p == '\r')
                 *p = ' ';
-        sb_printf(out, "pack\t%s\t%s\t%s\n", pack->name, usable ? "yes" : "no", reason);
+        sb_printf(out, "%s\t%s\t%s\t%s\n", kind, pack->name, usable ? "yes" : "no", reason);
         free(reason);
     }
 }

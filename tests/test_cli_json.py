@@ -184,7 +184,7 @@ def test_cache_list_and_clean_as_json(tmp_path: Path) -> None:
     assert entry["origins"] == ["https://example.invalid/a.zip"] and listed["size"] == 10
     assert listed["runtime_packs"] == listed["packs"] == []  # none compiled yet
     (cache.tmp / "partial").write_bytes(b"12345")
-    pack = cache.root / "packs" / "0123456789abcdef-01234567" / "bundle-pack.exe"
+    pack = cache.root / "runtime-packs" / "0123456789abcdef-01234567" / "bundle-pack.exe"
     pack.parent.mkdir(parents=True)
     pack.write_bytes(b"a compiled runtime pack")  # 23 bytes, kept without --all
     at = ["--cache-dir", str(cache.root)]

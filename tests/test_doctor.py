@@ -156,9 +156,11 @@ def test_usage(wine: Wine, doctor_exe: Path) -> None:
     wrong = run(wine, doctor_exe, "--frobnicate")
     assert wrong.returncode == 2
     assert "unknown argument: --frobnicate" in wrong.stderr and "usage:" in wrong.stderr
-    assert "--packs" in helped.stdout and "pack<TAB>NAME<TAB>yes|no<TAB>REASON" in helped.stdout
-    mixed = run(wine, doctor_exe, "--packs", "--json")
-    assert mixed.returncode == 2 and "--packs goes with --data alone" in mixed.stderr
+    assert "--eps" in helped.stdout and "ep<TAB>NAME<TAB>yes|no<TAB>REASON" in helped.stdout
+    assert "--packs      the old spelling of --eps" in helped.stdout
+    for flag in ("--eps", "--packs"):
+        mixed = run(wine, doctor_exe, flag, "--json")
+        assert mixed.returncode == 2 and f"{flag} goes with --data alone" in mixed.stderr
 
 
 # --- a healthy machine ----------------------------------------------------------------------
@@ -531,10 +533,20 @@ BAD_DATA: dict[str, Callable[[bytes], bytes]] = {
     "a pack listed twice": lambda good: data.with_packs(
         good.decode(), (data.WEBGPU_PACK, data.WEBGPU_PACK)
     ),
-    "a pack record before a file record": lambda good: resealed(
+    "an ep record before a file record": lambda good: resealed(
         data.with_packs(good.decode(), (data.WEBGPU_PACK,)),
         b"file\t",
+        "\t".join(("ep", *data.WEBGPU_PACK)).encode() + b"\nfile\t",
+    ),
+    "an old pack record before a file record": lambda good: resealed(
+        data.with_packs(good.decode(), (data.WEBGPU_PACK,), kind="pack"),
+        b"file\t",
         "\t".join(("pack", *data.WEBGPU_PACK)).encode() + b"\nfile\t",
+    ),
+    "an ep and an old pack record for one pack": lambda good: resealed(
+        data.with_packs(good.decode(), (data.WEBGPU_PACK,)),
+        b"\nep\t",
+        ("\n" + "\t".join(("pack", *data.WEBGPU_PACK)) + "\nep\t").encode(),
     ),
     "a runtime pack in upper case": lambda good: data.with_runtime_pack(good, PACK_SHA.upper()),
     "a runtime pack of 16 digits": lambda good: data.with_runtime_pack(good, PACK_SHA[:16]),
@@ -545,7 +557,7 @@ BAD_DATA: dict[str, Callable[[bytes], bytes]] = {
     "a runtime pack listed twice": lambda good: data.with_runtime_pack(
         data.with_runtime_pack(good, PACK_SHA), OTHER_SHA
     ),
-    "a runtime pack before a pack record": lambda good: data.with_packs(
+    "a runtime pack before an ep record": lambda good: data.with_packs(
         data.with_runtime_pack(good, PACK_SHA).decode(), (data.WEBGPU_PACK,)
     ),
 }
@@ -601,12 +613,12 @@ def test_bad_data_files_exit_22_with_one_line(wine: Wine, doctor_exe: Path, tmp_
     dat.write_bytes(with_pruned("x.dll")(good_data()))  # a plain name: a valid data file
     assert run(wine, exe).returncode == 0
     dat.write_bytes(with_pack(good_data(), probe="vulkan"))
-    for args in ((), ("--packs",)):
+    for args in ((), ("--eps",), ("--packs",)):
         refused = run(wine, exe, *args)
         assert refused.returncode == DATA_ERROR and refused.stdout == "", args
-        assert "the probe 'vulkan' of the pack webgpu is not nvidia-cuda" in refused.stderr
-    dat.write_bytes(with_pack(good_data()))  # a valid pack record
-    assert run(wine, exe, "--packs").returncode == 0
+        assert "the probe 'vulkan' of the EP webgpu is not nvidia-cuda" in refused.stderr
+    dat.write_bytes(with_pack(good_data()))  # a valid ep record
+    assert run(wine, exe, "--eps").returncode == 0
     dat.write_bytes(data.with_runtime_pack(good_data(), PACK_SHA.upper()))
     refused = run(wine, exe)
     assert refused.returncode == DATA_ERROR
@@ -638,15 +650,18 @@ INTEL_CPU = CPU_VENDOR == "GenuineIntel"
 NO_DXGI = "CreateDXGIFactory1 failed with HRESULT 0x887a0004"
 
 
-def pack_lines(result: subprocess.CompletedProcess[str]) -> dict[str, tuple[str, str]]:
-    """--packs' output by pack name: (yes|no, reason), every line checked for its format."""
+def pack_lines(
+    result: subprocess.CompletedProcess[str], head: str = "ep"
+) -> dict[str, tuple[str, str]]:
+    """--eps' output by pack name: (yes|no, reason), every line checked for its format (its
+    first field `head`: "pack" for --packs, the flag's old spelling)."""
     assert result.returncode == 0 and result.stderr == "", (result.returncode, result.stderr)
     lines = result.stdout.split("\n")  # CRLF read as LF (text mode)
     assert lines[-1] == "", result.stdout
     verdicts = {}
     for line in lines[:-1]:
         kind, name, usable, reason = line.split("\t")
-        assert kind == "pack" and usable in ("yes", "no") and reason, line
+        assert kind == head and usable in ("yes", "no") and reason, line
         verdicts[name] = (usable, reason)
     return verdicts
 
@@ -657,7 +672,7 @@ CPU_LOCK = Lock(profile="ort-1.31.1-cpu", architecture="x64", vc_runtime="app-lo
 @pytest.fixture
 def cpu_app(doctor_exe: Path, tmp_path: Path) -> Path:
     """A folder with the doctor and the data file of a CPU bundle (no `driver` record) with
-    the three packs, none of whose folders is there: --packs judges the machine alone."""
+    the three packs, none of whose folders is there: --eps judges the machine alone."""
     folder = tmp_path / "setup temp"
     folder.mkdir()
     shutil.copyfile(doctor_exe, folder / "bundle-doctor.exe")
@@ -677,7 +692,7 @@ def test_packs_judges_the_tensorrt_rtx_pack_by_driver_and_gpu(
     exe = cpu_app / "bundle-doctor.exe"
 
     def verdict(gpus: str | None = None) -> tuple[str, str]:
-        verdicts = pack_lines(run(wine, exe, "--packs", "--data", str(nv_only), gpus=gpus))
+        verdicts = pack_lines(run(wine, exe, "--eps", "--data", str(nv_only), gpus=gpus))
         assert list(verdicts) == ["nv-tensorrt-rtx"]
         return verdicts["nv-tensorrt-rtx"]
 
@@ -704,10 +719,29 @@ def test_packs_judges_the_tensorrt_rtx_pack_by_driver_and_gpu(
         assert verdict("sm_86") == ("no", "no NVIDIA driver (nvcuda.dll is not in System32)")
 
 
+def test_the_old_names_keep_working(wine: Wine, machine: Machine, cpu_app: Path) -> None:
+    """A data file written before issue 39 names its records `pack`, and a script written then
+    calls `--packs`: the doctor reads the one as `ep` records and takes the other as the old
+    spelling of `--eps`, whose lines still begin with `pack`."""
+    old = cpu_app / "old.dat"
+    old.write_bytes(data.with_packs(doctor_data(CPU_LOCK), (data.NV_PACK,), kind="pack"))
+    exe = cpu_app / "bundle-doctor.exe"
+    machine.driver(DRIVER_581)
+    verdict = ("yes", "Stand-in GPU sm_86 (sm_86), driver 581.15")
+    new_lines = run(wine, exe, "--eps", "--data", str(old), gpus="sm_86")
+    assert pack_lines(new_lines) == {"nv-tensorrt-rtx": verdict}
+    old_lines = run(wine, exe, "--packs", "--data", str(old), gpus="sm_86")
+    assert pack_lines(old_lines, "pack") == {"nv-tensorrt-rtx": verdict}
+    assert old_lines.stdout == "pack" + new_lines.stdout.removeprefix("ep")
+    # the full report judges an old record as it judges an ep record: its folder is absent
+    document, code = report(wine, exe, "--data", str(old), gpus="sm_86")
+    assert code == 0 and codes(document) == ["BA813"]
+
+
 def test_packs_without_a_display_has_no_dxgi_adapter(wine: Wine, cpu_app: Path) -> None:
     """The session prefix has no X display: Wine 8's DXGI then has no adapter, so no D3D12;
     the Intel probe has only the CPU's vendor."""
-    verdicts = pack_lines(run(wine, cpu_app / "bundle-doctor.exe", "--packs"))
+    verdicts = pack_lines(run(wine, cpu_app / "bundle-doctor.exe", "--eps"))
     assert list(verdicts) == ["nv-tensorrt-rtx", "openvino", "webgpu"]  # the data file's order
     assert verdicts["webgpu"] == ("no", f"no display adapter for Direct3D 12: {NO_DXGI}")
     if INTEL_CPU:
@@ -726,11 +760,11 @@ def test_d3d12_probe_on_a_display(display_wine: Wine, cpu_app: Path) -> None:
     require(LAVAPIPE.is_file(), f"{LAVAPIPE} is missing (apt-get install mesa-vulkan-drivers)")
     exe = cpu_app / "bundle-doctor.exe"
     told = {"VK_ICD_FILENAMES": str(LAVAPIPE)}
-    done = display_wine.program(exe, "--packs", cwd=exe.parent, env=told, timeout=300)
+    done = display_wine.program(exe, "--eps", cwd=exe.parent, env=told, timeout=300)
     assert pack_lines(done)["webgpu"] == ("yes", f"Direct3D 12 on {WINE_ADAPTER}")
     # without a Vulkan driver vkd3d creates no device: the adapter and the HRESULT are named
     told = {"VK_ICD_FILENAMES": str(cpu_app / "no-vulkan.json")}
-    done = display_wine.program(exe, "--packs", cwd=exe.parent, env=told, timeout=300)
+    done = display_wine.program(exe, "--eps", cwd=exe.parent, env=told, timeout=300)
     assert pack_lines(done)["webgpu"] == (
         "no",
         f"no adapter with Direct3D 12 (feature level 11_0): {WINE_ADAPTER}: "
@@ -745,7 +779,7 @@ def test_intel_probe_sees_an_intel_adapter(display_wine: Wine, cpu_app: Path) ->
     """wined3d reports the PCI ids VideoPciVendorID / VideoPciDeviceID of DIRECT3D_KEY say, for
     a device its table knows (0x0166, HD Graphics 4000; an unknown one is ignored)."""
     exe = cpu_app / "bundle-doctor.exe"
-    verdicts = pack_lines(display_wine.program(exe, "--packs", cwd=exe.parent, timeout=300))
+    verdicts = pack_lines(display_wine.program(exe, "--eps", cwd=exe.parent, timeout=300))
     if INTEL_CPU:
         assert verdicts["openvino"] == ("yes", "an Intel CPU (GenuineIntel)")
     else:
@@ -760,7 +794,7 @@ def test_intel_probe_sees_an_intel_adapter(display_wine: Wine, cpu_app: Path) ->
                 "reg", "add", DIRECT3D_KEY, "/v", name, "/t", "REG_DWORD", "/d", value, "/f"
             )
             assert added.returncode == 0, added.stderr
-        verdicts = pack_lines(display_wine.program(exe, "--packs", cwd=exe.parent, timeout=300))
+        verdicts = pack_lines(display_wine.program(exe, "--eps", cwd=exe.parent, timeout=300))
     finally:
         display_wine.program("reg", "delete", DIRECT3D_KEY, "/f")
     intel_gpu = "Intel GPU: Intel(R) HD Graphics 4000 (0x8086)"
@@ -790,7 +824,7 @@ def test_the_report_judges_each_installed_pack(
         ("profile", "ort-1.31.1-cpu"),
         *(("check", *row) for row in data.CHECKS),
         *(("file", "2", "0" * 64, "ep", name) for name in (*present, *absent)),
-        *(("pack", *pack) for pack in data.PACKS),
+        *(("ep", *pack) for pack in data.PACKS),
     ]
     (folder / DOCTOR_DATA).write_bytes(data.seal(lines))
     machine.driver(DRIVER_581)
@@ -855,7 +889,7 @@ def test_the_data_file_names_the_runtime_pack_once_after_the_packs() -> None:
     assert [fields for fields in records if fields[0] == "runtime_pack"] == [
         ["runtime_pack", PACK_SHA]
     ]
-    assert kinds[-3:] == ["pack", "runtime_pack", "end"]  # the last record
+    assert kinds[-3:] == ["ep", "runtime_pack", "end"]  # the last record
     row = CATALOGUE["BA406"]
     assert ["check", "BA406", "error", row.name, row.title] in records
     assert "\nruntime_pack\t" not in doctor_data(CPU_LOCK)  # a lock without a runtime pack

@@ -184,7 +184,7 @@ def test_cpu_bundle_with_one_pack(name: str, tmp_path: Path, ep_cache: Path) -> 
     need = pack.hardware  # what the doctor judges on the target, from the pack's manifest
     record = (name, pack.folder, f"{pack.folder}/{pack.plugin}", need.probe)
     record += (need.min_compute_capability or "-", need.min_driver or "-", need.needs)
-    assert "\t".join(("pack", *record)) in dat
+    assert "\t".join(("ep", *record)) in dat
     script = (out / "postbuild.cmd").read_text(encoding="utf-8")  # the VS post-build step
     plugin = load_pack(name).plugin
     assert f'"%TARGET%\\{FOLDERS[name].replace("/", chr(92))}\\"' in script, "pack folder"

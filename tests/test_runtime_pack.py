@@ -27,6 +27,7 @@ import pytest
 
 from bundler.closure.lock import PACK_MARKER, RuntimePack
 from bundler.closure.lockfile import read_lock
+from bundler.config.cache_root import RUNTIME_PACKS
 from tests.conftest import HELLO, pip_env, require, test_cache_dir
 from tests.support.httpserver import HttpServer
 from tests.support.inno import InnoSetup
@@ -59,7 +60,7 @@ class Release:
     web: Path
 
     def pack_exe(self, cache: Path) -> Path:
-        (folder,) = (cache / "packs").glob(f"{self.pack.short}-*")
+        (folder,) = (cache / RUNTIME_PACKS).glob(f"{self.pack.short}-*")
         return folder / f"bundle-pack-{folder.name}.exe"
 
     def pack_parts(self, cache: Path) -> list[Path]:
@@ -141,7 +142,7 @@ def test_the_same_runtime_has_the_same_pack_compiled_once(pipeline: Pipeline) ->
     v1, v2, v3 = pipeline.v1, pipeline.v2, pipeline.v3
     assert v1.pack == v2.pack  # the app changed, the runtime did not
     assert v3.pack.sha256 != v1.pack.sha256
-    assert sorted((pipeline.cache / "packs").iterdir()) == sorted(
+    assert sorted((pipeline.cache / RUNTIME_PACKS).iterdir()) == sorted(
         {r.pack_exe(pipeline.cache).parent for r in (v1, v3)}
     )
     # the pack's own setup is in neither app setup's [Files] as loose DLLs: only the app is

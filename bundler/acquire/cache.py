@@ -9,8 +9,10 @@ bundler.config.cache_root):
     extracted/<hash>/.hashes.json  the members' hashes, by size and time (HashMemo)
     tmp/                        partial downloads (*.part), resumed by the next run
     templates/                  compiled templates and rendered scripts (render.engine)
-    packs/<hash16>-<digest8>/   compiled runtime packs (docs/runtime-pack.md)
+    runtime-packs/<hash16>-<digest8>/  compiled runtime packs (docs/runtime-pack.md); `packs/`
+                                before issue 39, renamed on first use (runtime_packs)
     locks/<hash>.lock           one writer per blob, across processes
+    locks/runtime-packs.lock    one process moves the old `packs/` (runtime_packs)
 
 Invariant: a file under blobs/ has been verified against its pin before it was renamed there,
 so a hit needs only a cheap size check; `--verify` re-hashes it anyway.
@@ -20,8 +22,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -30,12 +34,12 @@ from pathlib import Path
 from typing import IO
 
 from bundler.acquire.hash_memo import HashMemo
-from bundler.config.cache_root import packs_folder
+from bundler.config.cache_root import OLD_RUNTIME_PACKS, runtime_packs_folder
 from bundler.disk import files
 from bundler.disk.digest import HASH_BLOCK, file_sha256, files_sha256
 from bundler.disk.process_locks import file_lock
 from bundler.errors import IntegrityError, OutputError
-from bundler.reporter import SILENT, Reporter
+from bundler.reporter import SILENT, Note, Reporter
 
 
 @dataclass(frozen=True)
@@ -274,7 +278,7 @@ class Cache:
 
     def packs(self) -> list[PackEntry]:
         """The compiled runtime packs, by folder name."""
-        folder = packs_folder(self.root)
+        folder = runtime_packs(self.root, self.report.note)
         if not folder.is_dir():
             return []
         return [
@@ -285,9 +289,12 @@ class Cache:
 
     def cleaned(self, everything: bool = False) -> list[Path]:
         """What `clean` removes: partial downloads, extracted trees and kept templates; with
-        everything, also the blobs and the compiled runtime packs (each a one-time cost)."""
+        everything, also the blobs and the compiled runtime packs (each a one-time cost), in
+        their folder and in the one from before issue 39, should an older bundle have made it
+        again."""
         quick = [self.tmp, self.extract_root, self.root / "templates"]
-        return quick + ([self.blobs, packs_folder(self.root)] if everything else [])
+        packs = [runtime_packs_folder(self.root), self.root / OLD_RUNTIME_PACKS]
+        return quick + ([self.blobs, *packs] if everything else [])
 
     def cleanable(self, everything: bool = False) -> int:
         """The bytes `clean` would free."""
@@ -308,6 +315,45 @@ class Cache:
 
     def remember_hash(self, archive_sha256: str, member: str, path: Path, sha256: str) -> None:
         self.memo.remember_hash(archive_sha256, member, path, sha256)
+
+
+def runtime_packs(root: Path, note: Note = SILENT.note) -> Path:
+    """The compiled runtime packs' folder of the cache `root`, its folder from before issue 39
+    (`packs/`) renamed to it on first use: one rename of the whole folder, so each pack is in
+    one place, whole. The move holds the cache's lock for it and looks again once it has it, so
+    two processes move the folder once. Where both folders exist (an older bundle compiled a
+    pack after the move), or the rename is refused (a read-only cache; on Windows a program
+    that keeps a file in it open), the old folder stays: its packs are compiled again when a
+    setup needs them, and `cache clean --all` removes it."""
+    folder = runtime_packs_folder(root)
+    old = root / OLD_RUNTIME_PACKS
+    if folder.exists() or not old.is_dir():
+        return folder
+    try:
+        with file_lock(root / "locks" / "runtime-packs.lock", "the runtime packs' folder", note):
+            if old.is_dir() and not folder.exists():
+                _rename_patiently(old, folder)
+    except OSError as exc:
+        if old.is_dir():
+            note(
+                f"bundle: kept {old}, which could not be renamed to {folder.name} "
+                f"({exc.strerror or exc}): its runtime packs are compiled again when needed, and "
+                "`bundle cache clean --all` removes it"
+            )
+    return folder
+
+
+def _rename_patiently(old: Path, new: Path) -> None:
+    """os.rename, retried while Windows refuses it as bundler.disk.files retries a rename (a
+    scanner or another program holds a file in the folder); PermissionError when it stays."""
+    for delay in (*files.RETRY_DELAYS, None):
+        try:
+            os.rename(old, new)
+            return
+        except PermissionError:
+            if not files.WINDOWS or delay is None:
+                raise
+            time.sleep(delay)
 
 
 def _folder_size(folder: Path) -> int:

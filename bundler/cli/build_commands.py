@@ -152,9 +152,9 @@ def render_iss(
     """Render the Inno Setup script of a built bundle from its lock file, without building.
     With --runtime-pack, the pack is the one `bundle build` compiled into the same cache
     (--cache-dir, else $BUNDLE_CACHE_DIR, else the user cache)."""
+    from bundler.acquire.cache import runtime_packs
     from bundler.cli import build_views
     from bundler.cli.origins import cache_folder
-    from bundler.config.cache_root import packs_folder
     from bundler.render.engine import Templates
     from bundler.render.iss import ISS_NAME, write_iss
 
@@ -167,7 +167,7 @@ def render_iss(
     chosen = chosen.checked()
     target = out or (settings.iss if isinstance(settings.iss, Path) else None)
     script = target or lock_path.parent / ISS_NAME
-    packs = packs_folder(root)
+    packs = runtime_packs(root)
     result = write_iss(Templates(root), bundle, lock_path.parent, script, chosen, packs)
     shown = build_views.iss_json(result, picked) if as_json else build_views.iss_report(result)
     typer.echo(shown)

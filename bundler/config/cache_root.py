@@ -10,7 +10,10 @@ from pathlib import Path
 from bundler.config.environment import variable
 
 CACHE_ENV = "BUNDLE_CACHE_DIR"
-PACKS = "packs"  # compiled runtime packs, one folder a pack (docs/runtime-pack.md)
+RUNTIME_PACKS = "runtime-packs"  # compiled runtime packs, a folder each (docs/runtime-pack.md)
+# Their folder's name before issue 39: moved to RUNTIME_PACKS on first use (acquire/cache.py's
+# runtime_packs), removed by `cache clean --all` where both exist.
+OLD_RUNTIME_PACKS = "packs"
 
 
 def cache_root(flag: Path | None) -> Path:
@@ -20,9 +23,10 @@ def cache_root(flag: Path | None) -> Path:
     return flag or env_cache_dir() or platform_cache_dir()
 
 
-def packs_folder(root: Path) -> Path:
-    """Where `bundle build --runtime-pack` keeps the compiled runtime packs of the cache `root`."""
-    return root / PACKS
+def runtime_packs_folder(root: Path) -> Path:
+    """Where `bundle build --runtime-pack` keeps the compiled runtime packs of the cache `root`
+    (a path only: bundler.acquire.cache.runtime_packs moves an old `packs/` there first)."""
+    return root / RUNTIME_PACKS
 
 
 def default_cache_dir() -> Path:

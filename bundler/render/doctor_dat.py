@@ -87,9 +87,10 @@ def _records(lock: Lock) -> Iterator[tuple[str, ...]]:
     gpu_code = {item.name: GpuCode(item.sass or (), item.ptx or (), 0) for item in lock.files}
     for name, code_of in judged(gpu_code).items():
         yield "gpu", name, _archs(code_of.sass), _archs(code_of.ptx)
-    for pack in lock.eps:  # the doctor judges each on the target (--packs, BA811-BA813)
+    for pack in lock.eps:  # the doctor judges each on the target (--eps, BA811-BA813)
         cc, floor = pack.min_compute_capability or "-", pack.min_driver or "-"
-        yield "pack", pack.name, pack.folder, pack.plugin, pack.probe, cc, floor, pack.needs
+        # "ep" since issue 39 ("pack" before it: the doctor reads both)
+        yield "ep", pack.name, pack.folder, pack.plugin, pack.probe, cc, floor, pack.needs
     if lock.runtime_pack is not None:  # the doctor compares it with bundle-pack.txt (BA406)
         yield "runtime_pack", lock.runtime_pack.sha256
 

@@ -26,6 +26,7 @@ from bundler.closure.lock import (
     LockedEp,
     PayloadFile,
 )
+from bundler.config.cache_root import runtime_packs_folder
 from bundler.config.validate import refuse_unshipped_requirement
 from bundler.errors import ConfigError
 from bundler.render.engine import Templates, relative_folder, write_text
@@ -83,7 +84,7 @@ def write_iss(
         )
     settings.checked(lock.vc_runtime)
     prefix = relative_folder(bundle_dir, script.parent)
-    cache = pack_cache or script.parent / "packs"
+    cache = pack_cache or runtime_packs_folder(script.parent)
     pack = pack_values(templates, lock, settings, cache, web=False)
     values = iss_values(lock, settings, _payload_bytes(lock, bundle_dir, pack), prefix, pack)
     write_text(script, templates.render(TEMPLATE, **values), bom=True, newline="\r\n")
@@ -207,7 +208,7 @@ def _component_of(name: str, lock: Lock) -> str | None:
 
 def _pack_values(lock: Lock, settings: IssSettings) -> list[dict[str, Any]]:
     """One component per execution-provider pack; the doctor picks those the machine can use
-    (its --packs line), and a required pack the machine cannot use stops the setup."""
+    (its --eps line), and a required pack the machine cannot use stops the setup."""
     shipped = tuple(pack.name for pack in lock.eps)
     for name in settings.require_eps:
         refuse_unshipped_requirement(f"--require-ep {name}", name, shipped)

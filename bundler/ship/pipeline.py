@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from bundler.acquire.acquired import Acquired, dll_search_path
 from bundler.acquire.artifacts import AcquireOptions, acquire_profile
-from bundler.acquire.cache import Cache
+from bundler.acquire.cache import Cache, runtime_packs
 from bundler.acquire.provenance import attach_provenance
 from bundler.closure.fit import require_fit
 from bundler.closure.gpu import parse_target
@@ -23,7 +23,6 @@ from bundler.closure.lockfile import read_lock, write_lock
 from bundler.closure.plan import Plan, Status
 from bundler.closure.resolve import read_inputs, resolve
 from bundler.closure.vcruntime import apply_vc_runtime_policy, required_vc_runtime
-from bundler.config.cache_root import packs_folder
 from bundler.config.options import Options
 from bundler.disk.files import as_listed
 from bundler.eps.choice import chosen_packs
@@ -308,7 +307,7 @@ def _write_views(
         write_sbom(out / SBOM_NAME, lock, profile, app_name)
     script = options.iss_path(out)
     if script is not None:
-        packs = packs_folder(options.cache_dir)
+        packs = runtime_packs(options.cache_dir)
         result.iss = write_iss(templates, lock, out, script, options.installer.checked(), packs)
     if options.postbuild is not None:
         result.postbuild = write_postbuild(templates, lock, out, out, options.postbuild)

@@ -7,9 +7,9 @@ the `doctor_exe` fixture (tests/support/mingw.py).
 
 bundle-doctor.dat: the product's renderer (bundler/render/doctor_dat.py) on a built bundle's
 lock, with the changes a test needs (other GPU code, fewer load records, another ORT release),
-and `seal` for hand-made files (the bad-input cases). `with_packs` adds `pack` records (the
-execution-provider packs, issue 31) to a rendered file and seals it again, `with_runtime_pack` a
-`runtime_pack` record (the runtime pack, issue 32)."""
+and `seal` for hand-made files (the bad-input cases). `with_packs` adds `ep` records (the
+execution-provider packs, issue 31; named `pack` before issue 39) to a rendered file and seals
+it again, `with_runtime_pack` a `runtime_pack` record (the runtime pack, issue 32)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ PROVIDER = "onnxruntime_providers_cuda.dll"
 # docs/field-notes.md#gpu-code: ORT 1.22.0's provider (all 158 blobs)
 PROVIDER_1_22_0 = {PROVIDER: (("sm_52", "sm_61", "sm_75", "sm_86", "sm_89"), ("sm_90",))}
 # The catalogue rows the product writes: code, severity, name, title.
-# The three packs of manifests/eps/ as pack records: name, folder, plugin, probe, minimum
+# The three packs of manifests/eps/ as ep records: name, folder, plugin, probe, minimum
 # compute capability, minimum driver, needs (the folder, plugin and needs as in the manifests).
 NV_PACK = (
     "nv-tensorrt-rtx",
@@ -142,15 +142,15 @@ def seal(lines: list[tuple[str, ...]]) -> bytes:
 
 def with_runtime_pack(text: str | bytes, sha256: str) -> bytes:
     """A data file with a `runtime_pack` record after its records (where the product writes
-    it, after the `pack` records), sealed again; `sha256` as given, valid or not."""
+    it, after the `ep` records), sealed again; `sha256` as given, valid or not."""
     text = text.decode() if isinstance(text, bytes) else text
     lines = [tuple(line.split("\t")) for line in text[: text.rindex("end\t")].splitlines()]
     return seal([*lines, ("runtime_pack", sha256)])
 
 
-def with_packs(text: str, packs: tuple[tuple[str, ...], ...] = PACKS) -> bytes:
-    """A data file (`doctor_data`'s output) with a `pack` record per pack after its records
-    (pack records come last), sealed again."""
+def with_packs(text: str, packs: tuple[tuple[str, ...], ...] = PACKS, kind: str = "ep") -> bytes:
+    """A data file (`doctor_data`'s output) with an `ep` record per pack after its records
+    (ep records come last), sealed again; kind "pack": the record's name before issue 39."""
     body = text[: text.rindex("end\t")]
     lines = [tuple(line.split("\t")) for line in body.splitlines()]
-    return seal([*lines, *(("pack", *pack) for pack in packs)])
+    return seal([*lines, *((kind, *pack) for pack in packs)])
