@@ -70,10 +70,14 @@ def prefix_template() -> Path | None:
 
 
 def linked_files(prefix: Path) -> dict[str, list[int]]:
-    return {
-        path.relative_to(prefix).as_posix(): [path.stat().st_size, path.stat().st_mtime_ns]
+    files = (
+        path
         for path in prefix.rglob("*")
         if path.suffix.lower() in LINKED and path.is_file() and not path.is_symlink()
+    )
+    return {
+        path.relative_to(prefix).as_posix(): [stat.st_size, stat.st_mtime_ns]
+        for path, stat in ((path, path.stat()) for path in files)
     }
 
 
