@@ -38,6 +38,7 @@ from bundler.render.msbuild_props import (
 )
 from bundler.render.postbuild import EVENT_NAME, POSTBUILD_NAME
 from tests.conftest import REPO, bundle_from_cache, require
+from tests.support.cache_links import linked_cache
 from tests.support.httpserver import HttpServer
 from tests.support.pefactory import build_pe
 from tests.support.replica import (
@@ -46,7 +47,6 @@ from tests.support.replica import (
     TOP,
     ZIP_NAME,
     Replica,
-    linked_cache,
     replica_profile,
 )
 from tests.support.replica import replica as replica  # the module fixture

@@ -46,8 +46,9 @@ from tests.support.archives import read_back
 from tests.support.batch import Cmd, files_under, target_arg
 from tests.support.builds import GENERATED
 from tests.support.builds import build as linux_build
+from tests.support.cache_links import linked_cache
 from tests.support.inno import InnoSetup
-from tests.support.replica import ORT_GPU_WHEEL_SHA256, Replica, linked_cache, replica_profile
+from tests.support.replica import ORT_GPU_WHEEL_SHA256, Replica, replica_profile
 from tests.support.replica import replica as replica  # the module fixture, reused
 from tests.support.winbuild import WinBuilds, done_with, mirror
 from tests.support.winpython import VERSIONS, WinPython, winpath

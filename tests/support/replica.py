@@ -12,14 +12,13 @@ Members are stored (ZIP_STORED): 650 MB of DLLs deflate slowly and nothing here 
 compression. The archive is deterministic for the same DLLs (fixed member times and order).
 
 In use: `replica_profile` writes the GPU profile pinning the replica instead of the real zip,
-`linked_cache` a cache of hard links that lacks the pinned wheel (ORT_GPU_WHEEL_SHA256), so the
-zip is what a build takes; `replica` is the module fixture, built once from the real DLLs.
+a test's cache lacks the pinned wheel (ORT_GPU_WHEEL_SHA256: `tests.support.cache_links`), so
+the zip is what a build takes; `replica` is the module fixture, built once from the real DLLs.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 import zipfile
@@ -198,15 +197,6 @@ def replica_profile(path: Path, replica: Replica) -> Path:
         text = text.replace(old, new)
     path.write_text(text)
     return path
-
-
-def linked_cache(source: Path, target: Path, without: str) -> Path:
-    """A cache of our own with the session's verified wheels and extracted trees as hard links
-    (instant), minus the archive `without` (its blob, record and tree): the cache is tried
-    before any mirror, so a cached onnxruntime-gpu wheel would be used instead of the zip."""
-    ignore = shutil.ignore_patterns(f"{without}*")
-    shutil.copytree(source, target, copy_function=os.link, ignore=ignore)
-    return target
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,12 @@ peak, measured. It also counts the bytes the machine's disks wrote during each t
 fixtures' set-up and teardown included, so a module's shared fixture counts for the test that
 first asks for it) and prints the tests and modules that wrote the most.
 
-The bytes are field 7 of /sys/block/<disk>/stat (sectors of 512 bytes written since boot, every
-process included: Wine's server too), summed over the real disks, as .ci/run counts them."""
+The run's bytes are field 7 of /sys/block/<disk>/stat (sectors of 512 bytes written since boot,
+every process included: Wine's server too), summed over the real disks, as .ci/run counts them.
+A test's own bytes are its worker's: `write_bytes` of /proc/self/io (what was written,
+files deleted before the kernel wrote them back included), which holds the worker and every
+child process it has waited for (a `bundle` process, a Wine program, ISCC), so two workers'
+figures do not mix. Wine's daemonised server is not a child; it writes the registry only."""
 
 from __future__ import annotations
 
@@ -52,6 +56,22 @@ FREE, WRITTEN = "disk_free_bytes", "disk_bytes_written"
 STARTED = pytest.StashKey[int]()
 
 
+def own_bytes_written() -> int | None:
+    """Bytes this process and its waited-for children wrote to a disk's files; None where /proc
+    has no I/O accounting."""
+    try:
+        fields = dict(line.split(": ") for line in Path("/proc/self/io").read_text().splitlines())
+        return int(fields["write_bytes"])
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def counted_bytes() -> int:
+    """The counter a test's own figure comes from: the process's, else the machine's."""
+    own = own_bytes_written()
+    return bytes_written() if own is None else own
+
+
 def bytes_written() -> int:
     """Bytes written by the machine's real disks since boot; 0 where /sys has no block stats."""
     total = 0
@@ -66,7 +86,7 @@ def bytes_written() -> int:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    item.stash[STARTED] = bytes_written()
+    item.stash[STARTED] = counted_bytes()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -83,7 +103,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[object]:
     """The bytes written from the test's set-up to the end of its teardown."""
     if call.when == "teardown" and STARTED in item.stash:
-        item.user_properties.append((WRITTEN, bytes_written() - item.stash[STARTED]))
+        item.user_properties.append((WRITTEN, counted_bytes() - item.stash[STARTED]))
     return (yield)
 
 
@@ -121,17 +141,20 @@ def pytest_configure(config: pytest.Config) -> None:
 def report_writes(
     terminal: pytest.TerminalReporter, writes: Counter[str], total: int, workers: int
 ) -> None:
-    """The run's bytes written, then the 15 tests and the 10 modules that wrote the most. The
-    counters are the machine's: with workers, a test's figure also holds what the others wrote
-    meanwhile (the run's total does not); `-n 0` gives each test its own."""
+    """The run's bytes written (the machine's disks), then the 15 tests and the 10 modules
+    that wrote the most (each its own worker's, children included)."""
     if not total:
         return
     modules: Counter[str] = Counter()
     for nodeid, written in writes.items():
         modules[nodeid.split("::")[0]] += written
     terminal.write_sep("=", f"bytes written: {total / 1e9:.1f} GB by this run")
-    if workers:
-        terminal.write_line(f"(with {workers} workers: each figure below includes the others')")
+    own = own_bytes_written() is not None
+    terminal.write_line(
+        "each test's own (its worker and the processes it started)"
+        if own
+        else f"the machine's during each test ({workers} workers: each includes the others')"
+    )
     for nodeid, written in writes.most_common(15):
         terminal.write_line(f"{written / 1e9:7.2f} GB  {nodeid}")
     terminal.write_line("by module:")

@@ -30,7 +30,6 @@ own paths are.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from collections.abc import Iterable, Iterator
@@ -40,6 +39,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import GPU, HELLO, require, test_cache_dir
+from tests.support.cache_links import linked_cache
 from tests.support.winpython import WinPython, winpath
 
 # pip is never asked for the network; the host's pip settings (PIP_FIND_LINKS to a Unix
@@ -93,7 +93,7 @@ class WinBuilds:
         folder = self.root / profile
         if profile not in self.fetched:
             if profile in self.seeds and not folder.exists():
-                linked_archives(self.seeds[profile], folder)
+                linked_cache(self.seeds[profile], folder)
             done = self.bundle(
                 "fetch", "--profile", profile, "--cache-dir", winpath(folder),
                 "--mirror", winpath(mirror()), "--json", timeout=FETCH_TIMEOUT,
@@ -122,21 +122,6 @@ class WinBuilds:
 
 
 BUILDS = pytest.StashKey[dict[str, WinBuilds]]()
-
-
-def linked_archives(source: Path, target: Path) -> None:
-    """`source`'s verified archives and extracted trees in a new cache `target`, the files
-    hard-linked and their records (*.json, rewritten by renaming) copied; its locks, partial
-    downloads and rendered templates stay the source's own."""
-
-    def link_or_copy(path: str, into: str) -> None:
-        if path.endswith(".json"):
-            shutil.copy2(path, into)
-        else:
-            os.link(path, into)
-
-    skipped = shutil.ignore_patterns("locks", "tmp", "templates", "packs", "wineprefix")
-    shutil.copytree(source, target, copy_function=link_or_copy, ignore=skipped)
 
 
 @pytest.fixture(scope="session")
