@@ -230,7 +230,10 @@ def _sha256(item: Acquired) -> str:
 
 
 def _recorded(
-    facts: Facts, artifacts: Sequence[DerivedArtifact], infos: dict[str, PEInfo], policy: SystemPolicy
+    facts: Facts,
+    artifacts: Sequence[DerivedArtifact],
+    infos: dict[str, PEInfo],
+    policy: SystemPolicy,
 ) -> list[RecordedFile]:
     """The closure's DLLs with their import tables, in the order the closure found them, then
     the VC++ runtime kept for the app."""
