@@ -91,3 +91,19 @@ def test_a_windowsml_bundle_ships_no_vc_runtime_audits_clean_and_runs(
     assert f"ORT version: {release}" in run.stdout, run.errors
     assert "LoadLibrary DirectML.dll: ok" in run.stdout, run.errors  # d3d12: Wine's own
     assert run.missing == (), run.errors
+
+
+def test_installer_mode_has_nothing_to_install_and_needs_no_vc_redist(
+    cache: Path, tmp_path: Path
+) -> None:
+    """docs/building.md, "The VC++ runtime": nothing here imports the runtime, so installer
+    mode ships no vc_redist.x64.exe and its setup script runs none."""
+    out = tmp_path / "bundle"
+    args = ("build", str(HELLO), "--profile", PROFILES[-1], "--out", str(out))
+    build = cli(
+        (*args, "--cache-dir", str(cache), "--link", "--vc-runtime", "installer"), env=pip_env()
+    )
+    assert build.returncode == 0, build.stderr
+    assert not (out / "vc_redist.x64.exe").exists()
+    assert {path.name.lower() for path in out.glob("*.dll")} == {"onnxruntime.dll", "directml.dll"}
+    assert "vc_redist" not in (out / "setup.iss").read_text(encoding="utf-8").lower()
