@@ -254,8 +254,8 @@ def test_a_newer_windowsml_release_is_reported_and_directml_is_frozen(
         {
             "package": "onnxruntime-directml",
             "last": "1.24.4",
-            "why": "onnxruntime-directml stopped at 1.24.4 (March 2026); DirectML is no longer "
-            "in active development (microsoft/DirectML#712)",
+            "why": "its last release, March 2026; DirectML is no longer in active development "
+            "(microsoft/DirectML#712)",
             "successor": "onnxruntime-windowsml",
         }
     ]
