@@ -7,8 +7,9 @@ and the folder holds onnxruntime.dll and DirectML.dll and no VC++ runtime: neith
 one (checked here on the deployed files' import tables, not on the profile's record), and the
 exe does not either. The audit of the folder is clean, and Wine's loader runs the real app,
 which prints the version ORT reports: the release in the profile's name, which is the ORT
-release PyPI lists the package under (its version, less the build stamp). One Wine prefix (the
-session's), one cache for the four builds, each folder hard-linked into it (--link).
+release PyPI lists the package under (its version, less the build stamp); bundle-doctor.exe
+expects that same release (no BA807). One Wine prefix (the session's), one cache for the four
+builds, each folder hard-linked into it (--link).
 """
 
 from __future__ import annotations
@@ -90,6 +91,12 @@ def test_a_windowsml_bundle_ships_no_vc_runtime_audits_clean_and_runs(
     release = name.split("-")[1]
     assert f"ORT version: {release}" in run.stdout, run.errors
     assert "LoadLibrary DirectML.dll: ok" in run.stdout, run.errors  # d3d12: Wine's own
+    # The lock and the doctor know the ORT release, not the package's build stamp: ORT reports
+    # "1.30.0", and a doctor expecting "1.30.0.202609102321" would call it a mismatch (BA807).
+    assert lock["ort_version"] == release
+    doctor = wine.run(out / "bundle-doctor.exe")
+    assert f"(profile {name}," in doctor.stdout, doctor.errors
+    assert "BA807" not in doctor.stdout, doctor.stdout
     assert run.missing == (), run.errors
 
 
