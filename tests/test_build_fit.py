@@ -70,7 +70,13 @@ def test_a_flavour_of_another_cuda_major_is_refused_naming_both() -> None:
 
 
 def test_the_shipped_flavours_and_their_cuda_releases() -> None:
-    assert set(available_flavours()) == {"gpu-cuda12", "gpu-cuda13", "cpu", "directml"}
+    assert set(available_flavours()) == {
+        "gpu-cuda12",
+        "gpu-cuda13",
+        "cpu",
+        "directml",
+        "windowsml-directml",
+    }
     cu13 = load_flavour("gpu-cuda13")
     assert cu13.gpu_driver is not None and cu13.gpu_driver.cuda_major == 13
     assert cu13.gpu_driver.min_version == "580.88"
@@ -80,6 +86,18 @@ def test_the_shipped_flavours_and_their_cuda_releases() -> None:
     for name in ("gpu-cuda12", "gpu-cuda13"):
         for item in load_flavour(name).component_sets:
             assert item.cuda.split(".")[0] == name.removeprefix("gpu-cuda")
+
+
+def test_windowsml_versions_carry_a_build_stamp_and_directml_is_frozen() -> None:
+    """onnxruntime-windowsml 1.30.0.202609102321 is ORT 1.30.0 (docs/catalogue.md); the
+    community DirectML package stopped at 1.24.4 (microsoft/DirectML#712)."""
+    windowsml = load_flavour("windowsml-directml")
+    assert windowsml.build_stamped and windowsml.ort.package == "onnxruntime-windowsml"
+    assert windowsml.release("1.30.0.202609102321") == "1.30.0"
+    assert load_flavour("cpu").release("1.30.0") == "1.30.0"
+    frozen = load_flavour("directml").frozen
+    assert frozen is not None and (frozen.last, frozen.successor) == ("1.24.4", windowsml.name)
+    assert windowsml.frozen is None and load_flavour("cpu").frozen is None
 
 
 @pytest.mark.parametrize(

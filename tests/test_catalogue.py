@@ -177,6 +177,10 @@ def catalogue_index(server: HttpServer, extra: dict[str, list[str]]) -> str:
         for components in load_flavour(name).component_sets:
             for package in components.packages:
                 listed.setdefault(package.package, set()).add(package.version)
+    for name in available_profiles():
+        if name.endswith("-windowsml-directml"):  # versions with a build stamp: the pinned one
+            ort = next(a for a in load_profile(name).artifacts if "onnxruntime.dll" in a.provides)
+            listed.setdefault("onnxruntime-windowsml", set()).add(ort.version)
     for package, versions in extra.items():
         listed.setdefault(package, set()).update(versions)
     for package, versions in listed.items():
@@ -224,6 +228,49 @@ def test_one_release_newer_than_the_catalogue_is_reported(http_server: HttpServe
     verdict = text.stdout.splitlines()[-1]
     assert verdict.startswith("the catalogue is behind: 2 releases not covered (1 ORT, 1 "), verdict
     assert verdict.endswith("(exit 24)"), verdict
+
+
+def test_a_newer_windowsml_release_is_reported_and_directml_is_frozen(
+    http_server: HttpServer,
+) -> None:
+    """onnxruntime-windowsml's versions carry a build stamp: a 1.31 build is a missing release,
+    with the exact version to derive; an older minor (1.24, onnxruntime-directml's) is not the
+    catalogue's business here. onnxruntime-directml is said to be frozen at 1.24.4
+    (microsoft/DirectML#712), with the package that carries DirectML on."""
+    newer, old = "1.31.0.202611010000", "1.24.6.202605042033"
+    data, code = outdated(catalogue_index(http_server, {"onnxruntime-windowsml": [newer, old]}))
+    assert code == ExitCode.CATALOGUE_BEHIND == 24
+    assert data["missing_releases"] == [
+        {
+            "package": "onnxruntime-windowsml",
+            "release": newer,
+            "kind": "windowsml-directml",
+            "command": f"bundle profiles new --ort {newer} --flavour windowsml-directml",
+        }
+    ]
+    checked = data["releases_checked"]["onnxruntime-windowsml"]  # type: ignore[index]
+    assert checked[0] == "1.25.2.202605110140" and old not in checked
+    assert data["frozen"] == [
+        {
+            "package": "onnxruntime-directml",
+            "last": "1.24.4",
+            "why": "its last release, March 2026; DirectML is no longer in active development "
+            "(microsoft/DirectML#712)",
+            "successor": "onnxruntime-windowsml",
+        }
+    ]
+    text = run_bundle("profiles", "outdated", "--index-url", str(data["index_url"]), "--allow-http")
+    assert text.returncode == 24, text.stderr
+    assert f"  onnxruntime-windowsml {newer}: bundle profiles new --ort {newer}" in text.stdout
+    assert "  onnxruntime-directml: frozen at 1.24.4 (" in text.stdout
+    assert "with onnxruntime-windowsml" in text.stdout
+
+
+def test_a_newer_build_of_a_shipped_windowsml_release_is_reported(http_server: HttpServer) -> None:
+    rebuilt = "1.30.0.202612010000"  # the same ORT release, built again
+    data, code = outdated(catalogue_index(http_server, {"onnxruntime-windowsml": [rebuilt]}))
+    assert code == 24 and data["behind"] == 1, data
+    assert [item["release"] for item in data["missing_releases"]] == [rebuilt]  # type: ignore[attr-defined]
 
 
 def test_ep_packs_are_listed_with_their_newest_windows_release(http_server: HttpServer) -> None:

@@ -27,6 +27,7 @@ from tests.support.profiles import without_rule
 from tests.support.wine import Wine
 
 CUDA13 = "ort-1.31.1-gpu-cuda13"
+WINDOWSML = "ort-1.30.0-windowsml-directml"
 DXCORE = "ort-1.22.0-gpu-cuda12"
 PROVED = ("ort-1.19.2-gpu-cuda12", DXCORE, CUDA13)
 # What CI fetches (tools/testing/fetch_test_wheels.py TESTED) can be checked here: every CPU and
@@ -99,6 +100,26 @@ def test_deriving_1_31_1_reproduces_the_shipped_cuda13_profile(
     assert not any("cudart64_12" in rule for rule in derived["rules"])  # a fallback string
 
 
+@pytest.mark.realdata
+def test_deriving_windowsml_1_30_0_reproduces_the_shipped_profile(
+    local_index: str, catalogue_cache: Path, tmp_path: Path
+) -> None:
+    """`--ort 1.30.0` of onnxruntime-windowsml, whose versions carry a build stamp: the newest
+    build of 1.30.0 on the index is pinned exactly, and the profile is named by the release."""
+    out = tmp_path / "derived.toml"
+    args = ("--ort", "1.30.0", "--flavour", "windowsml-directml", "--out", str(out))
+    result = profiles_new(local_index, catalogue_cache, *args)
+    assert result.returncode == 0, result.stderr
+    derived = load_profile_file(out)
+    assert derived.name == WINDOWSML
+    assert differences(profile_facts(load_profile(WINDOWSML)), profile_facts(derived)) == []
+    assert derived.roots == ("onnxruntime.dll",) and not derived.runtime_rules
+    text = out.read_text()
+    assert (
+        'version = "1.30.0.202609102321"' in text
+    )  # https://pypi.org/simple/onnxruntime-windowsml/
+
+
 # --- a mismatch found at build time ----------------------------------------------------------
 
 
@@ -166,7 +187,11 @@ def test_profiles_check_passes_and_fails_without_one_rule(
     passed = bundle("profiles", "check", name, *args)
     assert passed.returncode == 0, passed.stdout + passed.stderr
     profile = load_profile(name)
-    rule = next(r for r in profile.runtime_rules if not all(map(profile.is_driver, r.loads)))
+    rules = [r for r in profile.runtime_rules if not all(map(profile.is_driver, r.loads))]
+    if not rules:  # onnxruntime-windowsml: onnxruntime.dll loads no DLL of its wheel at run time
+        assert name.endswith("-windowsml-directml"), name
+        return
+    rule = rules[0]
     trigger = rule.trigger  # a driver DLL rule is no evidence the check needs (never shipped)
     broken = without_rule(profile.path, tmp_path / f"{name}.toml", trigger)
     failed = bundle("profiles", "check", str(broken), *args, "--json")

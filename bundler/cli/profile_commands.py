@@ -143,7 +143,7 @@ def profiles_new(
         typer.Option(
             "--flavour",
             help="gpu (the GPU flavour of the CUDA major the wheel states), gpu-cuda12, "
-            "gpu-cuda13, cpu, directml, or a flavour .toml.",
+            "gpu-cuda13, cpu, directml, windowsml-directml, or a flavour .toml.",
         ),
     ] = "gpu",
     components: Annotated[
@@ -200,11 +200,13 @@ def _new_request(
     (--flavour gpu): the wheel's own CUDA major picks the GPU flavour."""
     from bundler.acquire.download import DownloadPolicy
     from bundler.rules.derive import NewProfile
-    from bundler.rules.derive.index import latest_release
+    from bundler.rules.derive.index import latest_release, newest_build
 
     policy = DownloadPolicy(allow_http=http)
     if ort == "latest":
         ort = latest_release(flavour, index, policy)
+    elif flavour.build_stamped and ort.count(".") == 2:
+        ort = newest_build(flavour, ort, index, policy)  # 1.30.0 -> 1.30.0.202609102321
     return NewProfile(
         ort=ort,
         flavour=flavour,

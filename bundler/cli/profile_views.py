@@ -81,6 +81,13 @@ def outdated_text(report: Outdated) -> str:
             "component set"
             for c in report.components
         ]
+    if report.frozen:
+        lines += ["", "FROZEN (no more releases; the catalogue follows the package after it):"]
+        lines += [
+            f"  {item.package}: frozen at {item.last} ({item.why}); the catalogue carries its "
+            f"line on with {item.successor}"
+            for item in report.frozen
+        ]
     if report.ep_packs:
         lines += ["", "EP PACKS (bundle build --ep):"]
         lines += [f"  {pack.package}: {_ep_pack_state(pack)}" for pack in report.ep_packs]

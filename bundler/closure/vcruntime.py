@@ -3,15 +3,21 @@
 app-local: ship exactly the runtime DLLs the closure imports (the resolver already did that), and
 check their FileVersion is at least the newest MSVC linker version among the binaries that use
 them: ORT 1.19.2 is linked with 14.40 and crashes with an older msvcp140 (onnxruntime#26599).
-installer: ship none of them; vc_redist.x64.exe installs them on the target.
+installer: ship none of them; vc_redist.x64.exe installs them on the target. Where nothing the
+build ships imports the runtime (onnxruntime-windowsml links the CRT statically, and an app built
+without MSVC imports none), there is nothing to install: installer mode then needs no
+--vc-redist, and ships none (docs/building.md, "The VC++ runtime").
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 
+from bundler.binary.pe import PEInfo
 from bundler.closure.plan import Plan, PlanFile, Status
-from bundler.errors import VcRuntimeError
+from bundler.errors import ConfigError, VcRuntimeError
+from bundler.target.profiles import Profile, dll_key
 
 # The v14x runtime DLLs of Microsoft.VC14x.CRT (+ OpenMP, C++ AMP, C++/CX), as redistributed.
 VC_RUNTIME_DLLS = frozenset(
@@ -51,6 +57,31 @@ DEBUG_CRT_DLLS = frozenset(
         "ucrtbased.dll",
     }
 )
+
+
+def vc_runtime_users(app: PEInfo, profile: Profile, packs: Iterable[str]) -> list[str]:
+    """Who may import the VC++ runtime, as far as is known before any download: the app, each
+    DLL the profile records (the runtime's own DLLs left out), and each chosen EP pack that
+    imports it (`packs`: their names). A profile that records no DLLs is taken to need it."""
+    users = [app.name] if any(dll_key(name) in VC_RUNTIME_DLLS for name in app.imports) else []
+    if not profile.files:
+        return [*users, f"profile {profile.name} (it records no import tables)"]
+    for item in profile.files:
+        if dll_key(item.name) not in VC_RUNTIME_DLLS and any(
+            dll_key(name) in VC_RUNTIME_DLLS for name in item.imports
+        ):
+            users.append(item.name)
+    return [*users, *packs]
+
+
+def require_vc_redist(users: list[str]) -> None:
+    """Installer mode without --vc-redist: refused when something imports the runtime."""
+    if users:
+        verb = "imports" if len(users) == 1 else "import"
+        raise ConfigError(
+            "--vc-runtime installer needs --vc-redist PATH (the vc_redist.x64.exe to ship): "
+            f"{', '.join(users[:3])} {verb} the VC++ runtime."
+        )
 
 
 def apply_vc_runtime_policy(plan: Plan, mode: str) -> Plan:

@@ -46,10 +46,12 @@ def load_order(plan: Plan) -> tuple[str, ...]:
 
 
 def ort_version(profile: Profile) -> str | None:
-    """The version of the artifact that provides onnxruntime.dll."""
+    """The ORT release of the artifact that provides onnxruntime.dll: its version, less a
+    build stamp (onnxruntime-windowsml 1.30.0.202609102321 is ORT 1.30.0, what
+    GetVersionString() reports and bundle-doctor compares)."""
     for artifact in profile.artifacts:
         if any(dll_key(name) == dll_key(ORT_DLL) for name in artifact.provides):
-            return artifact.version
+            return ".".join(artifact.version.split(".")[:3])
     return None
 
 

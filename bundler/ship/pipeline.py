@@ -22,7 +22,12 @@ from bundler.closure.lock import LOCK_NAME, Lock, LockedModel, differences, runt
 from bundler.closure.lockfile import read_lock, write_lock
 from bundler.closure.plan import Plan, Status
 from bundler.closure.resolve import read_inputs, resolve
-from bundler.closure.vcruntime import apply_vc_runtime_policy, required_vc_runtime
+from bundler.closure.vcruntime import (
+    apply_vc_runtime_policy,
+    require_vc_redist,
+    required_vc_runtime,
+    vc_runtime_users,
+)
 from bundler.config.options import Options
 from bundler.disk.files import as_listed
 from bundler.eps.choice import chosen_packs
@@ -152,9 +157,7 @@ def preflight(options: BuildOptions) -> Preflight:
     if options.vc_runtime is None:  # the profile's decides: say so
         options.options.pick("vc_runtime", None, None, profile.vc_runtime)
     if mode == "installer" and options.vc_redist is None:
-        raise ConfigError(
-            "--vc-runtime installer needs --vc-redist PATH (the vc_redist.x64.exe to ship)."
-        )
+        require_vc_redist(vc_runtime_users(app, profile, (p.name for p in packs if p.vc_runtime)))
     options.installer.checked(mode)
     for target in options.gpu_targets(profile):
         parse_target(target)  # a misspelt GPU

@@ -2,14 +2,15 @@
 
 For every ORT minor release since 1.19, its newest patch with a Windows wheel, of each package
 (bundler.rules.derive.catalogue.PACKAGES): the GPU profile (the flavour of the CUDA major the
-wheel's
-version_info.py states), the CPU profile, and the DirectML profile where that package has the
-release. Each is derived with `bundle profiles new`'s code from the package index and compared
-with manifests/profiles/<name>.toml as data (bundler.rules.derive.catalogue.differences). The result
+wheel's version_info.py states), the CPU profile, and the DirectML profile where that package
+has the release (after 1.24, onnxruntime-windowsml's newest build of each minor release). Each
+is derived with `bundle profiles new`'s code from the package index and compared with
+manifests/profiles/<name>.toml as data (bundler.rules.derive.catalogue.differences). The result
 is one JSON document on stdout: a maintainer's diff, not text.
 
     python -m tools.manifests.derive_catalogue [--write] [--only 1.31.1 ...]
-                                               [--kind gpu|cpu|directml] [--cache DIR]
+                                               [--kind gpu|cpu|directml|windowsml-directml]
+                                               [--cache DIR]
                                                [--index-url URL]
 
 --write replaces the derived profiles that differ and adds the new ones; hand-written profiles
@@ -32,7 +33,7 @@ from bundler.errors import BundleError
 from bundler.render.engine import write_text
 from bundler.reporter import Reporter
 from bundler.rules.derive import NewProfile, derive_profile
-from bundler.rules.derive.catalogue import PACKAGES, SINCE, differences, profile_facts
+from bundler.rules.derive.catalogue import PACKAGES, differences, profile_facts, since
 from bundler.rules.derive.flavours import load_flavour
 from bundler.rules.derive.index import (
     default_index_url,
@@ -42,13 +43,15 @@ from bundler.rules.derive.index import (
 from bundler.target import resources
 from bundler.target.profiles import load_profile_file
 
-CARRIER = {"gpu": "gpu-cuda12", "cpu": "cpu", "directml": "directml"}  # the package to fetch
+# the flavour whose package is fetched, per kind
+CARRIER = {"gpu": "gpu-cuda12", "cpu": "cpu", "directml": "directml"}
+CARRIER["windowsml-directml"] = "windowsml-directml"
 
 
 def releases(kind: str, index: str, policy: DownloadPolicy) -> list[str]:
     flavour = load_flavour(CARRIER[kind])
     found = released_versions(PACKAGES[kind], flavour.python, flavour.architecture, index, policy)
-    return newest_per_minor(found, SINCE)
+    return newest_per_minor(found, since(kind))
 
 
 def derive_one(kind: str, release: str, cache: Cache, index: str) -> tuple[str, str]:

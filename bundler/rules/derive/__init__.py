@@ -28,6 +28,7 @@ from bundler.acquire.download import DownloadPolicy
 from bundler.binary.pe import PEInfo, read_pe
 from bundler.closure.fit import require_resolved
 from bundler.closure.resolve import resolve
+from bundler.closure.vcruntime import VC_RUNTIME_DLLS
 from bundler.errors import BuildMismatchError, IntegrityError, ProfileError, VcRuntimeError
 from bundler.reporter import Reporter
 from bundler.rules.derive.build_info import BuildInfo, check_cuda_major, read_build_info
@@ -113,12 +114,13 @@ def derive_profile(
         scan_all(files, flavour.driver_dlls, policy),
     )
     _check_vc_runtime(facts, release.packages, infos)
-    name = flavour.profile_name.format(ort=request.ort)
+    name = flavour.profile_name.format(ort=flavour.release(request.ort))
+    artifacts = _artifacts(release, facts, infos, members)
     text = render_profile(
         _rendering(release, name, required_windows(facts, infos, policy, _windows(flavour))),
         facts,
-        _artifacts(release, facts, infos, members),
-        _recorded(facts, infos, policy),
+        artifacts,
+        _recorded(facts, artifacts, infos, policy),
     )
     profile = _validated(text, name)
     folders = [folder for item in release.acquired for folder in item.dll_folders]
@@ -153,7 +155,8 @@ def _rendering(release: _Release, name: str, windows: Windows) -> Rendering:
     return Rendering(
         command=f"{request.command} --components {release.components.name}",
         name=name,
-        ort=request.ort,
+        ort=request.flavour.release(request.ort),
+        version=request.ort,
         flavour=request.flavour,
         components=release.components,
         index_url=request.index_url,
@@ -166,14 +169,21 @@ def _rendering(release: _Release, name: str, windows: Windows) -> Rendering:
 def _artifacts(
     release: _Release, facts: Facts, infos: dict[str, PEInfo], members: dict[str, dict[str, str]]
 ) -> list[DerivedArtifact]:
-    """The packages whose wheels hold a DLL of the closure, as the profile's artifacts."""
-    return [
-        DerivedArtifact(
-            package, pin, members[package.artifact], _signed(package.artifact, facts, infos)
-        )
-        for package, pin in zip(release.packages, release.pins, strict=True)
-        if package.artifact in facts.owners.values()
-    ]
+    """The packages whose wheels hold a DLL of the closure, as the profile's artifacts; and
+    the VC++ runtime where no DLL of the closure imports it (onnxruntime-windowsml links the
+    CRT statically): it stays, for an app that imports it itself, and a build ships it only
+    then (bundler.closure.vcruntime ships what the closure imports)."""
+    found = []
+    for package, pin in zip(release.packages, release.pins, strict=True):
+        wheel = members[package.artifact]
+        if package.artifact in facts.owners.values():
+            signed = _signed(package.artifact, facts, infos)
+            found.append(DerivedArtifact(package, pin, wheel, signed))
+        elif package.vc_runtime and facts.floor is None:
+            for_app = tuple(key for key in wheel if key in VC_RUNTIME_DLLS)
+            signed = bool(for_app) and all(infos[key].signed for key in for_app)
+            found.append(DerivedArtifact(package, pin, wheel, signed, for_app))
+    return found
 
 
 def gpu_flavour_for(build: BuildInfo) -> Flavour:
@@ -194,8 +204,12 @@ def _signed(artifact: str, facts: Facts, infos: dict[str, PEInfo]) -> bool:
 
 
 def _front(request: NewProfile) -> Package:
-    ort = request.flavour.ort
-    return Package(ort.artifact, ort.package, request.ort, ort.supplier, ort.license, ort.licenses)
+    flavour = request.flavour
+    ort, release = flavour.ort, flavour.release(request.ort)
+    why = f"ORT {release} with the package's build stamp" if release != request.ort else ""
+    return Package(
+        ort.artifact, ort.package, request.ort, ort.supplier, ort.license, ort.licenses, why=why
+    )
 
 
 def _pin(request: NewProfile, package: Package) -> WheelPin:
@@ -215,12 +229,24 @@ def _sha256(item: Acquired) -> str:
     return item.sha256
 
 
-def _recorded(facts: Facts, infos: dict[str, PEInfo], policy: SystemPolicy) -> list[RecordedFile]:
-    """The closure's DLLs with their import tables, in the order the closure found them."""
-    return [
+def _recorded(
+    facts: Facts,
+    artifacts: Sequence[DerivedArtifact],
+    infos: dict[str, PEInfo],
+    policy: SystemPolicy,
+) -> list[RecordedFile]:
+    """The closure's DLLs with their import tables, in the order the closure found them, then
+    the VC++ runtime kept for the app."""
+    closure = [
         recorded_file(infos[dll_key(name)], facts.owners[dll_key(name)], policy)
         for name in facts.closure
     ]
+    for_app = [
+        recorded_file(infos[key], item.package.artifact, policy)
+        for item in artifacts
+        for key in item.for_app
+    ]
+    return closure + for_app
 
 
 def _validated(text: str, name: str) -> Profile:
@@ -249,7 +275,7 @@ def _provisional(
         for package, pin in zip(packages, pins, strict=True)
     )
     return Profile(
-        name=flavour.profile_name.format(ort=request.ort),
+        name=flavour.profile_name.format(ort=flavour.release(request.ort)),
         description="provisional: derivation in progress",
         architecture=flavour.architecture,
         min_windows=_windows(flavour),

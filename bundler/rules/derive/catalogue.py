@@ -2,7 +2,9 @@
 
 The catalogue is one profile per ORT minor release since 1.19 (its newest patch with a Windows
 wheel) for each package: onnxruntime-gpu (the flavour of the CUDA major the wheel states),
-onnxruntime (CPU) and onnxruntime-directml. `tools/manifests/derive_catalogue.py` derives it
+onnxruntime (CPU) and onnxruntime-directml, and after onnxruntime-directml's last release
+(1.24.4) onnxruntime-windowsml, whose versions carry a build stamp (its newest build of each
+minor release is pinned). `tools/manifests/derive_catalogue.py` derives it
 again and prints `differences` between the shipped and the fresh profiles; `bundle profiles
 outdated` compares the releases on the index with it. Profiles are compared as data (pins,
 roots, rules, provided DLLs, recorded files, Windows and driver floors), never as text, so a
@@ -25,8 +27,21 @@ from bundler.target.profiles import (
     dll_key,
 )
 
-PACKAGES = {"gpu": "onnxruntime-gpu", "cpu": "onnxruntime", "directml": "onnxruntime-directml"}
+PACKAGES = {
+    "gpu": "onnxruntime-gpu",
+    "cpu": "onnxruntime",
+    "directml": "onnxruntime-directml",
+    "windowsml-directml": "onnxruntime-windowsml",
+}
 SINCE = (1, 19)
+# Windows ML's build carries the DirectML line on where onnxruntime-directml stopped (1.24.4,
+# manifests/flavours/directml.toml [frozen]): the catalogue takes it from the next minor on.
+SINCE_OF = {"windowsml-directml": (1, 25)}
+
+
+def since(kind: str) -> tuple[int, int]:
+    """The first minor release the catalogue covers for a package kind."""
+    return SINCE_OF.get(kind, SINCE)
 
 
 @dataclass(frozen=True)
@@ -46,8 +61,8 @@ def entry(profile: Profile, text: str) -> Entry:
     versions = {artifact.name: artifact.version for artifact in profile.artifacts}
     named = re.fullmatch(r"ort-(\d+(?:\.\d+)*)-(.+)", profile.name)
     release, tail = (named[1], named[2]) if named else (versions.get("onnxruntime", "?"), "")
-    kind = "gpu" if tail.startswith("gpu") else tail if tail in ("cpu", "directml") else "other"
-    if tail.count("-") > 1:
+    kind = "gpu" if tail.startswith("gpu") else tail if tail in PACKAGES else "other"
+    if tail.startswith("gpu") and tail.count("-") > 1:
         kind = "other"  # e.g. gpu-cuda12-tensorrt
     return Entry(
         name=profile.name,

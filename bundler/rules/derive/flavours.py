@@ -83,6 +83,15 @@ class OrtPackage:
 
 
 @dataclass(frozen=True)
+class Frozen:
+    """A package that makes no more releases: its last, why, and the flavour that follows it."""
+
+    last: str
+    why: str
+    successor: str
+
+
+@dataclass(frozen=True)
 class Flavour:
     name: str
     profile_name: str  # a template with {ort}
@@ -101,6 +110,14 @@ class Flavour:
     default_components: str
     gpu_driver: GpuDriver | None
     path: Path
+    # the package's versions are RELEASE.BUILD (onnxruntime-windowsml 1.30.0.202609102321)
+    build_stamped: bool = False
+    frozen: Frozen | None = None  # the package makes no more releases
+
+    def release(self, version: str) -> str:
+        """The ORT release of a package version: its first three parts where the flavour's
+        versions carry a build stamp (1.30.0.202609102321: 1.30.0), else the version."""
+        return ".".join(version.split(".")[:3]) if self.build_stamped else version
 
     def choose_components(self, build: BuildInfo, name: str | None) -> tuple[ComponentSet, str]:
         """The component set for `build` and why: `name` when given (it must fit), else the
@@ -196,6 +213,8 @@ def load_flavour_file(path: Path) -> Flavour:
         default_components=table.string("default_components"),
         gpu_driver=_gpu_driver(table.table("gpu_driver", None)),
         path=path,
+        build_stamped=table.boolean("build_stamped", False),
+        frozen=_frozen(table.table("frozen", None)),
     )
     table.done()
     flavour.components(None)  # the default must exist
@@ -278,6 +297,15 @@ def _local(table: Table) -> LocalInstall:
         why=table.string("why", ""),
     )
     return table.finished(local)
+
+
+def _frozen(table: Table | None) -> Frozen | None:
+    if table is None:
+        return None
+    frozen = Frozen(
+        last=table.string("last"), why=table.string("why"), successor=table.string("successor")
+    )
+    return table.finished(frozen)
 
 
 def _gpu_driver(table: Table | None) -> GpuDriver | None:

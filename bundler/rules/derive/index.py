@@ -128,6 +128,23 @@ def latest_release(flavour: Flavour, index_url: str, policy: DownloadPolicy) -> 
     return versions[-1]
 
 
+def newest_build(flavour: Flavour, release: str, index_url: str, policy: DownloadPolicy) -> str:
+    """`--ort 1.30.0` of a flavour whose versions carry a build stamp: the newest build of that
+    release (1.30.0.202609102321); `==1.30.0` itself matches nothing on the index."""
+    versions = released_versions(
+        flavour.ort.package, flavour.python, flavour.architecture, index_url, policy
+    )
+    builds = [version for version in versions if flavour.release(version) == release]
+    if not builds:
+        page = f"{index_url.rstrip('/')}/{normalize(flavour.ort.package)}/"
+        known = ", ".join(versions[-3:]) or "none"
+        raise FetchError(
+            f"{page}: {flavour.ort.package} has no build of ORT {release} with a fitting wheel "
+            f"(newest: {known}); give --ort with a release it has."
+        )
+    return builds[-1]
+
+
 def version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split("."))
 

@@ -2,11 +2,13 @@
 cuDNN component releases, does the package index have that the shipped catalogue does not cover?
 
 Act layer (reads the index's PEP 691 pages, nothing else). For every package of the catalogue
-(onnxruntime-gpu, onnxruntime, onnxruntime-directml) the newest patch of each minor release
-since 1.19 must have its shipped profile (bundler.rules.derive.catalogue). For every GPU
-flavour, each
-component package is compared with the newest version its component sets pin, within the same
-major (a cuDNN 10 or a CUDA 14 is another flavour's business, not drift).
+(onnxruntime-gpu, onnxruntime, onnxruntime-directml, onnxruntime-windowsml) the newest patch
+of each minor release since 1.19 (onnxruntime-windowsml: since 1.25, its newest build) must have
+its shipped profile (bundler.rules.derive.catalogue). A package that makes no more releases
+(onnxruntime-directml, after 1.24.4) is said to be frozen, with the package that follows it.
+For every GPU flavour, each component package is compared with the newest version its
+component sets pin, within the same major (a cuDNN 10 or a CUDA 14 is another flavour's
+business, not drift).
 
 The EP packs (ORT's plugin execution providers, shipped as packages of their own) are listed with
 their newest release for Windows, for information: no profile ships one yet, so they never make
@@ -21,7 +23,7 @@ from typing import Any
 from bundler.acquire.download import DownloadPolicy
 from bundler.eps.plugins import EpPack as PinnedPack
 from bundler.eps.plugins import available_packs, load_pack
-from bundler.rules.derive.catalogue import PACKAGES, SINCE
+from bundler.rules.derive.catalogue import PACKAGES, since
 from bundler.rules.derive.flavours import Flavour, available_flavours, load_flavour
 from bundler.rules.derive.index import (
     newest_per_minor,
@@ -29,7 +31,7 @@ from bundler.rules.derive.index import (
     released_versions,
     version_key,
 )
-from bundler.target.profiles import available_profiles
+from bundler.target.profiles import available_profiles, load_profile
 
 # The plugin execution providers on PyPI (pypi.org/project/<name>/, read 2026-12): packages
 # that load into onnxruntime >= 1.23 through the Plugin EP ABI. manifests/eps/ pins the ones
@@ -74,12 +76,23 @@ class EpPack:
 
 
 @dataclass(frozen=True)
+class FrozenPackage:
+    """A package of the catalogue that makes no more releases (a flavour's [frozen])."""
+
+    package: str
+    last: str
+    why: str
+    successor: str  # the package that carries the line on
+
+
+@dataclass(frozen=True)
 class Outdated:
     index_url: str
     missing: tuple[MissingRelease, ...] = ()
     components: tuple[NewerComponent, ...] = ()
     checked: dict[str, list[str]] = field(default_factory=dict)  # package -> releases seen
     ep_packs: tuple[EpPack, ...] = ()  # a pinned pack with a newer release counts as behind
+    frozen: tuple[FrozenPackage, ...] = ()  # said, never behind
 
     @property
     def current(self) -> bool:
@@ -105,6 +118,7 @@ class Outdated:
             "newer_components": [vars(item) for item in self.components],
             "releases_checked": self.checked,
             "ep_packs": [{**vars(item), "behind": item.behind} for item in self.ep_packs],
+            "frozen": [vars(item) for item in self.frozen],
         }
 
 
@@ -113,28 +127,37 @@ def outdated(index_url: str, policy: DownloadPolicy) -> Outdated:
     carrier = load_flavour("cpu")  # the Python and architecture every package is pinned for
     missing: list[MissingRelease] = []
     checked: dict[str, list[str]] = {}
+    flavours = {name: load_flavour(name) for name in sorted(available_flavours())}
     for kind, package in PACKAGES.items():
         versions = released_versions(
             package, carrier.python, carrier.architecture, index_url, policy
         )
-        releases = newest_per_minor(versions, SINCE)
+        releases = newest_per_minor(versions, since(kind))
         checked[package] = releases
         for release in releases:
-            if not _has_profile(kind, release, shipped):
+            if not _has_profile(kind, release, shipped, flavours.get(kind)):
                 flavour = "" if kind == "gpu" else f" --flavour {kind}"
                 command = f"bundle profiles new --ort {release}{flavour}"
                 missing.append(MissingRelease(package, release, kind, command))
     components = [
         newer
-        for name in sorted(available_flavours())
-        for newer in _newer_components(load_flavour(name), index_url, policy)
+        for flavour in flavours.values()
+        for newer in _newer_components(flavour, index_url, policy)
     ]
     pinned = {pack.source.pip.package: pack for pack in map(load_pack, available_packs())}
     packs = tuple(
         _ep_pack(name, carrier.architecture, index_url, policy, pinned.get(name))
         for name in EP_PACKS
     )
-    return Outdated(index_url, tuple(missing), tuple(components), checked, packs)
+    frozen = tuple(_frozen(flavour, flavours) for flavour in flavours.values() if flavour.frozen)
+    return Outdated(index_url, tuple(missing), tuple(components), checked, packs, frozen)
+
+
+def _frozen(flavour: Flavour, flavours: dict[str, Flavour]) -> FrozenPackage:
+    assert flavour.frozen is not None
+    successor = flavours.get(flavour.frozen.successor)
+    package = successor.ort.package if successor else flavour.frozen.successor
+    return FrozenPackage(flavour.ort.package, flavour.frozen.last, flavour.frozen.why, package)
 
 
 def _ep_pack(
@@ -151,11 +174,19 @@ def _ep_pack(
     return EpPack(package, newest, releases is not None, pinned.source.pip.version, pinned.name)
 
 
-def _has_profile(kind: str, release: str, shipped: set[str]) -> bool:
+def _has_profile(kind: str, release: str, shipped: set[str], flavour: Flavour | None) -> bool:
+    """Whether the catalogue covers `release`; a build-stamped package's profile must pin that
+    very build (a newer build of the same ORT release is a release the catalogue misses)."""
     if kind == "gpu":
         prefix = f"ort-{release}-gpu-cuda"
         return any(name.startswith(prefix) and name[len(prefix) :].isdigit() for name in shipped)
-    return f"ort-{release}-{kind}" in shipped
+    if flavour is None or not flavour.build_stamped:
+        return f"ort-{release}-{kind}" in shipped
+    name = f"ort-{flavour.release(release)}-{kind}"
+    if name not in shipped:
+        return False
+    versions = {artifact.name: artifact.version for artifact in load_profile(name).artifacts}
+    return versions.get(flavour.ort.artifact) == release
 
 
 def _newer_components(

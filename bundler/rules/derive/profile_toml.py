@@ -27,6 +27,9 @@ class DerivedArtifact:
     pin: WheelPin
     members: dict[str, str]  # key -> the DLL's path inside the wheel
     signed: bool = False  # every DLL it provides carries an Authenticode certificate table
+    # keys of the VC++ runtime DLLs it provides for the app alone (no DLL of the closure
+    # imports the runtime); empty for an artifact of the closure
+    for_app: tuple[str, ...] = ()
 
 
 def q(value: str) -> str:
@@ -40,7 +43,8 @@ class Rendering:
 
     command: str
     name: str
-    ort: str
+    ort: str  # the ORT release (1.30.0)
+    version: str  # the ORT package's version (1.30.0, or 1.30.0.202609102321 with a build stamp)
     flavour: Flavour
     components: ComponentSet
     index_url: str
@@ -111,7 +115,9 @@ def _header(how: Rendering) -> list[str]:
 
 def _top(how: Rendering, facts: Facts) -> list[str]:
     flavour = how.flavour
-    description = flavour.description.format(ort=how.ort, components=how.components.summary)
+    description = flavour.description.format(
+        ort=how.ort, version=how.version, components=how.components.summary
+    )
     out = [
         f"name = {q(how.name)}",
         f"description = {q(description)}",
@@ -188,6 +194,7 @@ def _patterned(loads: Iterable[Load], patterns: Sequence[str]) -> list[tuple[str
 def _artifact(artifact: DerivedArtifact, facts: Facts, flavour: Flavour) -> list[str]:
     package = artifact.package
     provided = [name for name in facts.closure if facts.owners[dll_key(name)] == package.artifact]
+    provided += [artifact.members[key].rsplit("/", 1)[-1] for key in artifact.for_app]
     pin = artifact.pin
     size = f", {pin.size} bytes" if pin.size is not None else ""
     out = [
@@ -213,6 +220,8 @@ def _artifact(artifact: DerivedArtifact, facts: Facts, flavour: Flavour) -> list
         if dll_key(shown) not in written:
             written.add(dll_key(shown))
             out.append(f"    {q(shown)},  # {pin.wheel}: {artifact.members[dll_key(name)]}")
+    if artifact.for_app:
+        out.append("    # for an app that imports the VC++ runtime: no DLL of the release does")
     out += [
         "]",
         f"licenses = [{', '.join(map(q, package.licenses))}]  # flavour {flavour.name}",
