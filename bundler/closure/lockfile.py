@@ -26,7 +26,7 @@ from bundler.closure.lock import (
 )
 from bundler.disk import files
 from bundler.errors import OutputError, PlanFormatError
-from bundler.target.profiles import GpuDriver
+from bundler.target.profiles import CudaEp, GpuDriver
 
 _REWRITE = "delete it, the next build writes a new one"
 _FILE_KEYS = frozenset(field.name for field in fields(LockedFile))
@@ -102,6 +102,7 @@ def _lock(path: Path, data: dict[str, Any]) -> Lock:
             pruned=tuple(PrunedFile(**item) for item in data.get("pruned", ())),
             eps=tuple(LockedEp(**item) for item in _renamed(data, "eps", "packs", ())),
             runtime_pack=_runtime_pack(_renamed(data, "runtime_pack", "pack", None)),
+            cuda_ep=CudaEp(**data["cuda_ep"]) if data.get("cuda_ep") else None,
             tool_version=data.get("tool_version", "?"),
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:

@@ -365,6 +365,7 @@ def _lock(
         min_windows=plan.min_windows,
         vc_runtime_min=required_vc_runtime(plan),
         gpu_driver=profile.gpu_driver,
+        cuda_ep=profile.cuda_ep,
         ort_version=ort_version(profile),
         gpus=options.gpu_targets(profile),
         loads=load_order(plan) if options.doctor else (),
