@@ -150,6 +150,23 @@ _CHECKS = (
         "rebuild with a profile of ORT {minimum} or newer, or drop the pack {file}",
     ),
     Check(
+        "BA207",
+        "ort-provider-mismatch",
+        Severity.ERROR,
+        "An ORT provider DLL comes from another release than onnxruntime.dll beside it (a "
+        "provider built from another revision: contrib-op schemas drift)",
+        "ship {file} from the same ORT release as onnxruntime.dll ({release})",
+    ),
+    Check(
+        "BA208",
+        "ort-release-mismatch",
+        Severity.ERROR,
+        "onnxruntime.dll is another ORT release than the profile's: the audit's run-time rules "
+        "are not the folder's",
+        "audit with the folder's own profile (--profile, or none: bundle audit infers it), or "
+        "rebuild with {profile}",
+    ),
+    Check(
         "BA301",
         "driver-dll-shipped",
         Severity.ERROR,

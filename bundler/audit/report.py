@@ -27,6 +27,7 @@ from bundler.target.system import SystemPolicy
 
 if TYPE_CHECKING:
     from bundler.audit.loadproof import LoadProof
+    from bundler.audit.recognise import ProfileChoice
 
 SCHEMA_VERSION = 1
 
@@ -106,6 +107,14 @@ class Audited:
             for pack in self.lock.eps
             if pack.plugin.lower() not in self.installed
             and not (self.folder.path / pack.folder).exists()
+        )
+
+    @property
+    def front(self) -> PEInfo | None:
+        """The folder's onnxruntime.dll, as read."""
+        return next(
+            (info for name, info in self.folder.pe.items() if dll_key(name) == "onnxruntime.dll"),
+            None,
         )
 
     @cached_property
@@ -194,6 +203,7 @@ class AuditReport:
     restore: tuple[Restore, ...] = ()  # the exact files to put back, with where they come from
     gpu: dict[str, Any] | None = None  # the compute capabilities its CUDA code serves (gpu_summary)
     packs: tuple[dict[str, Any], ...] = ()  # each EP pack of the lock as found (pack_summary)
+    choice: ProfileChoice | None = None  # where the profile came from (bundler.audit.recognise)
     tool_version: str = __version__
 
     def count(self, severity: Severity) -> int:
@@ -216,6 +226,8 @@ class AuditReport:
             "lock": str(self.lock) if self.lock else None,
             "hashes_verified": self.verified,
             "profile": self.profile.name,
+            "profile_origin": self.choice.to_dict() if self.choice else None,
+            "notes": list(self.choice.notes) if self.choice else [],
             "summary": {
                 **{severity.value: self.count(severity) for severity in Severity},
                 "files": self.files,

@@ -200,6 +200,14 @@ class Profile:
         return dll_key(name) in {dll_key(driver) for driver in self.driver_dlls}
 
 
+def profile_ort_release(profile: Profile) -> str | None:
+    """The version of the artifact that provides onnxruntime.dll (the profile's ORT release)."""
+    for artifact in profile.artifacts:
+        if any(dll_key(name) == "onnxruntime.dll" for name in artifact.provides):
+            return artifact.version
+    return None
+
+
 def available_profiles() -> dict[str, Path]:
     """Profile name → manifest file, for every profile shipped with bundle."""
     return {path.stem: path for path in sorted(resources.profiles_dir().glob("*.toml"))}
