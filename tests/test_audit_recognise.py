@@ -28,7 +28,7 @@ from bundler.binary.ort_build import build_info, cuda_ep, default_mode, ort_rele
 from bundler.target.profiles import CudaEp, load_profile
 from tests.conftest import GPU, require, run_bundle, test_cache_dir
 from tests.support.audits import audit_cli, found
-from tests.support.pefactory import PESpec, write_pe
+from tests.support.pefactory import write_pe
 
 ORT_1311 = (1, 31, 1, 1023)  # onnxruntime.dll of onnxruntime-gpu 1.31.1 (its FileVersion)
 ORT_1244 = (1, 24, 26, 316)  # onnxruntime.dll of onnxruntime 1.24.4: 2026-03-16 for the patch
@@ -40,7 +40,9 @@ GPU_WORDS = ("cuda", "cudnn", "cublas", "nvrtc", "nvcuda", "cufft")
 def directml_folder(folder: Path, version: tuple[int, int, int, int] = ORT_1311) -> Path:
     """A DirectML-enabled ORT as the field's win-x64 folders hold it: onnxruntime.dll that
     delay-loads DirectML with d3d12 and dxgi, DirectML.dll 1.15.4 beside it, no VC++ runtime."""
-    write_pe(folder / "onnxruntime.dll", imports=VC, delay_imports=DML_DELAYED, file_version=version)
+    write_pe(
+        folder / "onnxruntime.dll", imports=VC, delay_imports=DML_DELAYED, file_version=version
+    )
     write_pe(folder / "DirectML.dll", imports=("KERNEL32.dll",), file_version=(1, 15, 4, 0))
     return folder
 
@@ -81,9 +83,7 @@ def test_a_directml_ort_without_a_profile_gets_its_import_closure_and_a_note(
     text = str(data["findings"]).lower()
     assert not any(word in text for word in GPU_WORDS), text
     assert "1.19" not in str(data["findings"])  # no other release's files
-    properties = {
-        item.get("name"): item.get("value") for item in ET.parse(junit).iter("property")
-    }
+    properties = {item.get("name"): item.get("value") for item in ET.parse(junit).iter("property")}
     assert properties["profile_origin"] == "none"
     assert properties["profile_missing"] == "ort-1.31.1-directml"
 
@@ -236,8 +236,6 @@ def test_the_real_1_31_1_capi_folder_is_recognised_and_its_cuda_13_stack_missing
     cuda_13 |= {"nvrtc64_130_0.dll", "cudnn64_9.dll", "cudnn_graph64_9.dll"}
     assert cuda_13 <= missing, sorted(missing)
     assert "BA207" not in found(data) and "BA208" not in found(data)
-    properties = {
-        item.get("name"): item.get("value") for item in ET.parse(junit).iter("property")
-    }
+    properties = {item.get("name"): item.get("value") for item in ET.parse(junit).iter("property")}
     assert properties["profile"] == "ort-1.31.1-gpu-cuda13"
     assert properties["profile_origin"] == "inferred"

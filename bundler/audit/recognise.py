@@ -83,9 +83,7 @@ def recognise(files: FolderFiles) -> ProfileChoice:
     where = f"{front.name} {release.text} (its version resource)"
     if found is None:
         return _closure_only(files, front, release, kind, where)
-    return ProfileChoice(
-        load_profile(found), INFERRED, f"inferred from {where}{seen}"
-    )
+    return ProfileChoice(load_profile(found), INFERRED, f"inferred from {where}{seen}")
 
 
 def _front(files: FolderFiles) -> PEInfo | None:

@@ -81,7 +81,7 @@ def build_info(path: Path) -> str | None:
 
 
 def default_mode(info: str | None) -> str | None:
-    """"plugin" where the build information carries the cuda-plugin-ep= flag, "legacy" where
+    """ "plugin" where the build information carries the cuda-plugin-ep= flag, "legacy" where
     it has none, None where there is no build information to read."""
     if info is None:
         return None

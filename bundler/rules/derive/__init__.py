@@ -55,7 +55,6 @@ from bundler.target.profiles import (
 )
 from bundler.target.system import SystemPolicy, load_system_policy
 
-
 CUDA_PROVIDER = "onnxruntime_providers_cuda.dll"
 
 

@@ -165,7 +165,7 @@ def _cuda_ep(found: CudaEp | None) -> list[str]:
     if found.default_mode is not None:
         flag = "has a" if found.default_mode == "plugin" else "has no"
         out.append(
-            f"default_mode = {q(found.default_mode)}  # onnxruntime.dll's \"ORT Build Info:\" "
+            f'default_mode = {q(found.default_mode)}  # onnxruntime.dll\'s "ORT Build Info:" '
             f"string {flag} cuda-plugin-ep= flag"
         )
     return out
