@@ -1,15 +1,13 @@
 """Decide layer: the catalogue of audit findings: one stable code per kind of problem, as data.
 
 A code never changes meaning once released (CI suppressions and docs point at it); a new kind of
-problem gets a new code. Every view of an audit (the table, --json, and later JUnit and HTML)
-reads titles, severities and fixes from here, and the README's findings table is generated from
-`CATALOGUE` too, so the text a user reads is written once.
+problem gets a new code. Every view of an audit (the table, --json, JUnit, HTML, the doctor) and
+the docs' findings table read titles, severities and fixes from here: written once.
 
 Code ranges: BA0xx the folder could not be read, BA1xx a DLL will fail to load, BA2xx builds or
-versions that do not go together, BA3xx what should not ship (or ships for nothing), BA4xx the
-folder no longer matches its bundle.lock.json, BA5xx the real loader disagrees with the audit
-(`bundle audit --run`, bundler.audit.loadproof: these come from running the app, not from a check),
-BA6xx supply chain (`bundle audit --signatures`: Authenticode, bundler.binary.signatures).
+versions that do not go together, BA3xx what should not ship, BA4xx the folder no longer matches
+its lock, BA5xx the real loader disagrees (`audit --run`, bundler.audit.loadproof), BA6xx supply
+chain (`audit --signatures`), BA7xx CUDA code and target GPUs, BA8xx found by bundle-doctor.exe.
 """
 
 from __future__ import annotations
@@ -151,20 +149,10 @@ _CHECKS = (
     ),
     Check(
         "BA207",
-        "ort-provider-mismatch",
-        Severity.ERROR,
-        "An ORT provider DLL comes from another release than onnxruntime.dll beside it (a "
-        "provider built from another revision: contrib-op schemas drift)",
-        "ship {file} from the same ORT release as onnxruntime.dll ({release})",
-    ),
-    Check(
-        "BA208",
         "ort-release-mismatch",
         Severity.ERROR,
-        "onnxruntime.dll is another ORT release than the profile's: the audit's run-time rules "
-        "are not the folder's",
-        "audit with the folder's own profile (--profile, or none: bundle audit infers it), or "
-        "rebuild with {profile}",
+        "ORT DLLs of another release: onnxruntime.dll than the profile's, or a provider than ORT's",
+        "ship {file} of ORT {release}, or audit with the folder's own profile (see the message)",
     ),
     Check(
         "BA301",
@@ -388,13 +376,8 @@ _CHECKS = (
 )
 
 CATALOGUE: dict[str, Check] = {check.code: check for check in _CHECKS}
-
-
-# Found only on the target machine, by bundle-doctor.exe (doctor/): no check in bundle audit.
-DOCTOR_CODES = (
-    *("BA801", "BA802", "BA803", "BA804", "BA805", "BA806", "BA807", "BA808"),
-    *("BA811", "BA812", "BA813"),
-)
+# BA8xx: found only on the target machine, by bundle-doctor.exe (doctor/); no check in the audit.
+DOCTOR_CODES = tuple(code for code in CATALOGUE if code.startswith("BA8"))
 
 
 def finding(

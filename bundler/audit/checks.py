@@ -132,38 +132,29 @@ def ep_ort_too_old(audited: Audited) -> Iterator[Finding]:
             yield finding("BA206", (pack.plugin,), message, minimum=pack.min_ort)
 
 
-def provider_release_mismatch(audited: Audited) -> Iterator[Finding]:
-    """An onnxruntime_providers_*.dll beside onnxruntime.dll whose version resource names
-    another release (a DLL without one cannot tell: 1.19.2's CUDA provider has none)."""
+def ort_release_mismatch(audited: Audited) -> Iterator[Finding]:
+    """ORT's DLLs of different releases, from their version resources: onnxruntime.dll against
+    the profile's ORT artifact, and each onnxruntime_providers_*.dll against onnxruntime.dll (a
+    DLL without a version resource cannot tell: 1.19.2's CUDA provider has none)."""
     front = audited.front
     core = ort_release(front.file_version) if front else None
-    if core is None:
+    if front is None or core is None:
         return
+    wanted = profile_ort_release(audited.profile)
+    if wanted is not None and not core.matches(wanted):
+        message = (
+            f"{front.name} is ORT {core.text}, the profile {audited.profile.name} is ORT "
+            f"{wanted}: the profile's run-time rules and pins are not this folder's"
+        )
+        yield finding("BA207", (front.name,), message, release=wanted)
     for name, info in audited.folder.pe.items():
         release = ort_release(info.file_version)
-        if not dll_key(name).startswith(PROVIDER_PREFIX) or release is None:
-            continue
-        if release.parts != core.parts:
+        if dll_key(name).startswith(PROVIDER_PREFIX) and release and release.parts != core.parts:
             message = (
-                f"{name} is ORT {release.text}, onnxruntime.dll is {core.text}: ORT loads a "
-                "provider of its own release only (a provider of another revision drifts from "
-                "the core's contrib-op schemas)"
+                f"{name} is ORT {release.text}, {front.name} is {core.text}: a provider of "
+                "another revision drifts from the core's contrib-op schemas"
             )
             yield finding("BA207", (name,), message, release=core.text)
-
-
-def ort_release_mismatch(audited: Audited) -> Iterator[Finding]:
-    """onnxruntime.dll's release (its version resource) against the profile's ORT artifact."""
-    front = audited.front
-    release = ort_release(front.file_version) if front else None
-    wanted = profile_ort_release(audited.profile)
-    if front is None or release is None or wanted is None or release.matches(wanted):
-        return
-    message = (
-        f"{front.name} is ORT {release.text}, the profile {audited.profile.name} is ORT "
-        f"{wanted}: the profile's run-time rules and pins are not this folder's"
-    )
-    yield finding("BA208", (front.name,), message, profile=audited.profile.name)
 
 
 def driver_dll_shipped(audited: Audited) -> Iterator[Finding]:
@@ -334,8 +325,7 @@ CHECKS: dict[str, CheckFunction] = {
     "BA204": debug_crt,
     "BA205": wrong_machine,
     "BA206": ep_ort_too_old,
-    "BA207": provider_release_mismatch,
-    "BA208": ort_release_mismatch,
+    "BA207": ort_release_mismatch,
     "BA301": driver_dll_shipped,
     "BA302": os_component_shipped,
     "BA303": unreferenced_dll,

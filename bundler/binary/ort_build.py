@@ -49,9 +49,10 @@ class OrtRelease:
         return self.parts[0], self.parts[1]
 
     def matches(self, release: str) -> bool:
-        """Whether a release such as "1.31.1" is this one, as far as this one is known."""
+        """Whether a release such as "1.31.1" is this one, as far as both are known."""
         wanted = tuple(int(part) for part in release.split(".") if part.isdigit())
-        return wanted[: len(self.parts)] == self.parts
+        known = min(len(wanted), len(self.parts))
+        return known >= 2 and wanted[:known] == self.parts[:known]
 
 
 def ort_release(file_version: tuple[int, int, int, int] | None) -> OrtRelease | None:
