@@ -72,7 +72,7 @@ def choose_profile(name: str | None, lock: Lock | None, files: FolderFiles) -> P
 
 
 def recognise(files: FolderFiles) -> ProfileChoice:
-    front = _front(files)
+    front = files.named(ORT_FRONT)
     if front is None:
         return _default(f"no {ORT_FRONT} in the folder")
     release = ort_release(front.file_version)
@@ -84,10 +84,6 @@ def recognise(files: FolderFiles) -> ProfileChoice:
     if found is None:
         return _closure_only(files, front, release, kind, where)
     return ProfileChoice(load_profile(found), INFERRED, f"inferred from {where}{seen}")
-
-
-def _front(files: FolderFiles) -> PEInfo | None:
-    return next((info for name, info in files.pe.items() if dll_key(name) == ORT_FRONT), None)
 
 
 def _kind(files: FolderFiles, front: PEInfo) -> tuple[str, str]:

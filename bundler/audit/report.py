@@ -41,6 +41,11 @@ class FolderFiles:
     pe: dict[str, PEInfo]  # file name -> what it says about itself
     unreadable: dict[str, str]  # file name -> why it cannot be read
 
+    def named(self, name: str) -> PEInfo | None:
+        """The PE file of that name, compared as Windows does (case-insensitively)."""
+        key = dll_key(name)
+        return next((info for found, info in self.pe.items() if dll_key(found) == key), None)
+
     def read(self, path: Path) -> PEInfo:
         """The resolver's reader: the scan's result, so no file is parsed twice and an
         unreadable one fails the same way for the resolver as it did for the scan."""
@@ -112,10 +117,7 @@ class Audited:
     @property
     def front(self) -> PEInfo | None:
         """The folder's onnxruntime.dll, as read."""
-        return next(
-            (info for name, info in self.folder.pe.items() if dll_key(name) == "onnxruntime.dll"),
-            None,
-        )
+        return self.folder.named("onnxruntime.dll")
 
     @cached_property
     def load_time(self) -> frozenset[str]:
