@@ -239,3 +239,11 @@ def test_the_real_1_31_1_capi_folder_is_recognised_and_its_cuda_13_stack_missing
     properties = {item.get("name"): item.get("value") for item in ET.parse(junit).iter("property")}
     assert properties["profile"] == "ort-1.31.1-gpu-cuda13"
     assert properties["profile_origin"] == "inferred"
+
+
+def test_profiles_show_says_what_the_cuda_provider_is() -> None:
+    shown = run_bundle("profiles", "show", "ort-1.31.1-gpu-cuda13")
+    assert shown.returncode == 0, shown.stderr
+    assert "\n  CUDA EP:      plugin-capable, legacy by default\n" in shown.stdout
+    cpu = run_bundle("profiles", "show", "ort-1.31.1-cpu")
+    assert "CUDA EP:" not in cpu.stdout
