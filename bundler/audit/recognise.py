@@ -14,10 +14,9 @@ run-time rules are borrowed: the folder's DLLs are audited for their import clos
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from bundler.audit.report import FolderFiles, ProfileChoice
 from bundler.binary.ort_build import OrtRelease, ort_release
 from bundler.binary.pe import PEInfo
 from bundler.closure.lock import LOCK_NAME, Lock
@@ -31,9 +30,6 @@ from bundler.target.profiles import (
     load_profile,
 )
 
-if TYPE_CHECKING:
-    from bundler.audit.report import FolderFiles
-
 ORT_FRONT = "onnxruntime.dll"
 CUDA_PROVIDER = "onnxruntime_providers_cuda.dll"
 DIRECTML = "directml.dll"
@@ -45,21 +41,6 @@ _KINDS = {
     "cpu": re.compile(r"cpu"),
 }
 FLAG, LOCKED, INFERRED, DEFAULT, NONE = "flag", "lock", "inferred", "default", "none"
-
-
-@dataclass(frozen=True)
-class ProfileChoice:
-    """The profile an audit uses, and why: `origin` is one of flag, lock, inferred, default,
-    none (no shipped profile fits: the import closure alone); `detail` says from what."""
-
-    profile: Profile
-    origin: str
-    detail: str
-    notes: tuple[str, ...] = ()
-    missing: str | None = None  # the profile the catalogue lacks (origin "none")
-
-    def to_dict(self) -> dict[str, str | None]:
-        return {"origin": self.origin, "detail": self.detail, "missing": self.missing}
 
 
 def choose_profile(name: str | None, lock: Lock | None, files: FolderFiles) -> ProfileChoice:

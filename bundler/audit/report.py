@@ -27,7 +27,6 @@ from bundler.target.system import SystemPolicy
 
 if TYPE_CHECKING:
     from bundler.audit.loadproof import LoadProof
-    from bundler.audit.recognise import ProfileChoice
 
 SCHEMA_VERSION = 1
 
@@ -83,6 +82,21 @@ def scan_folder(folder: Path) -> FolderFiles:
         except InputFileError as exc:
             unreadable[name] = exc.message
     return FolderFiles(folder, names, pe, unreadable)
+
+
+@dataclass(frozen=True)
+class ProfileChoice:
+    """The profile an audit uses, and why: `origin` is one of flag, lock, inferred, default,
+    none (no shipped profile fits: the import closure alone); `detail` says from what."""
+
+    profile: Profile
+    origin: str
+    detail: str
+    notes: tuple[str, ...] = ()
+    missing: str | None = None  # the profile the catalogue lacks (origin "none")
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"origin": self.origin, "detail": self.detail, "missing": self.missing}
 
 
 @dataclass(frozen=True)
