@@ -28,6 +28,7 @@ from bundler.binary.ort_build import build_info, cuda_ep, default_mode, ort_rele
 from bundler.target.profiles import CudaEp, load_profile
 from tests.conftest import GPU, require, run_bundle, test_cache_dir
 from tests.support.audits import audit_cli, found
+from tests.support.locks import lock_for
 from tests.support.pefactory import write_pe
 
 ORT_1311 = (1, 31, 1, 1023)  # onnxruntime.dll of onnxruntime-gpu 1.31.1 (its FileVersion)
@@ -106,21 +107,23 @@ def test_a_directml_ort_of_a_release_with_a_profile_gets_that_profile(tmp_path: 
     assert report.choice.detail.endswith("and DirectML.dll")
 
 
-@pytest.mark.parametrize("what", ["no onnxruntime.dll", "no version resource"])
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("other.dll", "no onnxruntime.dll in the folder"),
+        ("onnxruntime.dll", "onnxruntime.dll has no version resource"),
+    ],
+)
 def test_without_a_readable_release_the_default_stays_with_a_note(
-    tmp_path: Path, what: str
+    tmp_path: Path, name: str, why: str
 ) -> None:
-    if what == "no version resource":
-        write_pe(tmp_path / "onnxruntime.dll", imports=VC)
-    else:
-        write_pe(tmp_path / "other.dll", imports=VC)
+    write_pe(tmp_path / name, imports=VC)  # no file_version: no version resource
     report = audit(tmp_path)
     assert report.profile.name == GPU and report.choice is not None
     assert report.choice.origin == "default"
-    reason = "onnxruntime.dll has no version resource" if what != "no onnxruntime.dll" else what
     assert report.choice.notes == (
-        f"{reason if what != 'no onnxruntime.dll' else 'no onnxruntime.dll in the folder'}: "
-        f"audited against the default profile {GPU}; name the folder's profile with --profile",
+        f"{why}: audited against the default profile {GPU}; name the folder's profile with "
+        "--profile",
     )
 
 
@@ -136,6 +139,21 @@ def test_a_named_profile_of_another_release_is_a_finding(tmp_path: Path) -> None
     )
     same, _ = audit_cli(str(tmp_path), "--profile", "ort-1.31.1-cpu")
     assert "BA207" not in found(same)
+
+
+def test_a_lock_of_another_release_than_the_folders_ort_is_a_finding(tmp_path: Path) -> None:
+    """An onnxruntime.dll swapped for another release after the build: the lock's profile
+    stays the audit's (no inference over a lock), and the release it pins is not the DLL's."""
+    write_pe(tmp_path / "onnxruntime.dll", imports=VC, file_version=ORT_1244)
+    lock_for(tmp_path, "ort-1.31.1-cpu")
+    report = audit(tmp_path)
+    assert report.profile.name == "ort-1.31.1-cpu" and report.choice is not None
+    assert report.choice.origin == "lock"
+    mismatch = [item for item in report.findings if item.code == "BA207"]
+    assert [item.message for item in mismatch] == [
+        "onnxruntime.dll is ORT 1.24, the profile ort-1.31.1-cpu is ORT 1.31.1: the profile's "
+        "run-time rules and pins are not this folder's"
+    ]
 
 
 def test_a_provider_of_another_release_than_its_core_is_a_finding(tmp_path: Path) -> None:
