@@ -25,7 +25,8 @@ import pytest
 from bundler.audit.judge import audit
 from bundler.audit.recognise import CLOSURE_ONLY
 from bundler.binary.ort_build import build_info, cuda_ep, default_mode, ort_release
-from bundler.target.profiles import CudaEp, load_profile
+from bundler.target.profile_names import release_of
+from bundler.target.profiles import CudaEp, available_profiles, load_profile
 from tests.conftest import GPU, require, run_bundle, test_cache_dir
 from tests.support.audits import audit_cli, found
 from tests.support.locks import lock_for
@@ -182,6 +183,19 @@ def test_the_build_info_flag_decides_the_default_mode(tmp_path: Path) -> None:
     assert build_info(front) == "git-branch=HEAD, cuda-plugin-ep=1, build type=Release"
     provider = write_pe(tmp_path / "onnxruntime_providers_cuda.dll")  # exports nothing
     assert cuda_ep(front, provider) == CudaEp(False, "plugin")
+
+
+def test_every_profile_with_a_cuda_provider_records_its_modes() -> None:
+    """Measured on each GPU profile's pinned wheel; plugin-capable from 1.22.0 on."""
+    for name in available_profiles():
+        profile = load_profile(name)
+        cuda = any(
+            "onnxruntime_providers_cuda.dll" in artifact.provides for artifact in profile.artifacts
+        )
+        assert (profile.cuda_ep is not None) is cuda, name
+        if profile.cuda_ep is not None:
+            release = tuple(int(part) for part in release_of(name).split("."))
+            assert profile.cuda_ep == CudaEp(release >= (1, 22), "legacy"), name
 
 
 def _capi(release: str) -> Path:
