@@ -1,15 +1,13 @@
 """Decide layer: the catalogue of audit findings: one stable code per kind of problem, as data.
 
 A code never changes meaning once released (CI suppressions and docs point at it); a new kind of
-problem gets a new code. Every view of an audit (the table, --json, and later JUnit and HTML)
-reads titles, severities and fixes from here, and the README's findings table is generated from
-`CATALOGUE` too, so the text a user reads is written once.
+problem gets a new code. Every view of an audit (the table, --json, JUnit, HTML, the doctor) and
+the docs' findings table read titles, severities and fixes from here: written once.
 
 Code ranges: BA0xx the folder could not be read, BA1xx a DLL will fail to load, BA2xx builds or
-versions that do not go together, BA3xx what should not ship (or ships for nothing), BA4xx the
-folder no longer matches its bundle.lock.json, BA5xx the real loader disagrees with the audit
-(`bundle audit --run`, bundler.audit.loadproof: these come from running the app, not from a check),
-BA6xx supply chain (`bundle audit --signatures`: Authenticode, bundler.binary.signatures).
+versions that do not go together, BA3xx what should not ship, BA4xx the folder no longer matches
+its lock, BA5xx the real loader disagrees (`audit --run`, bundler.audit.loadproof), BA6xx supply
+chain (`audit --signatures`), BA7xx CUDA code and target GPUs, BA8xx found by bundle-doctor.exe.
 """
 
 from __future__ import annotations
@@ -148,6 +146,13 @@ _CHECKS = (
         "An execution-provider pack sits beside an ORT older than the pack's minimum: its "
         "factory refuses to register",
         "rebuild with a profile of ORT {minimum} or newer, or drop the pack {file}",
+    ),
+    Check(
+        "BA207",
+        "ort-release-mismatch",
+        Severity.ERROR,
+        "ORT DLLs of another release: onnxruntime.dll than the profile's, or a provider than ORT's",
+        "ship {file} of ORT {release}, or audit with the folder's own profile (see the message)",
     ),
     Check(
         "BA301",
@@ -371,13 +376,8 @@ _CHECKS = (
 )
 
 CATALOGUE: dict[str, Check] = {check.code: check for check in _CHECKS}
-
-
-# Found only on the target machine, by bundle-doctor.exe (doctor/): no check in bundle audit.
-DOCTOR_CODES = (
-    *("BA801", "BA802", "BA803", "BA804", "BA805", "BA806", "BA807", "BA808"),
-    *("BA811", "BA812", "BA813"),
-)
+# BA8xx: found only on the target machine, by bundle-doctor.exe (doctor/); no check in the audit.
+DOCTOR_CODES = tuple(code for code in CATALOGUE if code.startswith("BA8"))
 
 
 def finding(

@@ -206,6 +206,8 @@ def test_json_document_follows_the_schema(tmp_path: Path) -> None:
         "folder",
         "lock",
         "profile",
+        "profile_origin",  # where the profile came from (issue 40): here its ORT, 1.19
+        "notes",
         "summary",
         "findings",
         "suppressed",
@@ -220,6 +222,7 @@ def test_json_document_follows_the_schema(tmp_path: Path) -> None:
         "plan",
     }
     assert data["eps"] == data["packs"] == []  # no lock, no EP packs
+    assert data["profile_origin"]["origin"] == "inferred"  # type: ignore[index]
     provider = found(data)["BA103"][0]
     assert set(provider) == {
         "code",

@@ -97,6 +97,11 @@ def test_deriving_1_31_1_reproduces_the_shipped_cuda13_profile(
     }
     text = out.read_text()
     assert "states CUDA 13.0.88" in text and "component set cuda-13.0.1" in text
+    # the CUDA provider's modes (issue 40), each with what it was read from
+    assert derived["cuda_ep"] == {"plugin_capable": True, "default_mode": "legacy"}
+    assert "plugin_capable = true  # onnxruntime_providers_cuda.dll exports CreateEpFactories" in (
+        text
+    )
     assert not any("cudart64_12" in rule for rule in derived["rules"])  # a fallback string
 
 

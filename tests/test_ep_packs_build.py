@@ -201,6 +201,8 @@ def test_gpu_bundle_with_all_three_packs_then_audit_names_a_lost_dll(
     lock = json.loads((out / "bundle.lock.json").read_text(encoding="utf-8"))
     for name in FOLDERS:
         _check_pack_folder(out, name, lock)
+    # the CUDA provider's modes (issue 40): its exports, onnxruntime.dll's build information
+    assert lock["cuda_ep"] == {"plugin_capable": True, "default_mode": "legacy"}
     lost = out / "ep" / "nv_tensorrt_rtx" / "tensorrt_rtx_1_7.dll"
     lost.unlink()
     audit = run_bundle("audit", str(out), "--json")

@@ -118,7 +118,7 @@ def preflight_setup(
     [gpu_driver] table: the same preflight code as the GPU setup, without 2.6 GB to compile."""
     work = tmp_path_factory.mktemp("preflight")
     gpu = (REPO / "manifests" / "profiles" / f"{GPU}.toml").read_text()
-    driver = gpu[gpu.index("[gpu_driver]") : gpu.index("# What no import table shows")]
+    driver = gpu[gpu.index("[gpu_driver]") : gpu.index("[cuda_ep]")]  # not the CUDA EP's modes
     cpu = (REPO / "manifests" / "profiles" / f"{CPU}.toml").read_text()
     first_table = cpu.index("[[")
     profile = work / "cpu-with-driver-check.toml"

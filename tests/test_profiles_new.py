@@ -178,6 +178,7 @@ def as_data(profile: Profile, pool: set[str]) -> dict[str, object]:
             for loaded in expand(rule.loads, pool)
         },
         "gpu_driver": profile.gpu_driver,
+        "cuda_ep": profile.cuda_ep,
         "vc_runtime": profile.vc_runtime,
         "min_windows": profile.min_windows,
     }

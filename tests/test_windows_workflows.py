@@ -183,6 +183,8 @@ def test_a_build_into_a_new_folder_ships_its_lock_and_again_changes_nothing(
     assert ort["sass"] is not None, "the build read no CUDA code"
     if profile in (GPU, GPU13):
         assert files["onnxruntime_providers_cuda.dll"]["sass"], "no SASS found in the provider"
+    if profile == GPU13:  # issue 40: its exports and onnxruntime.dll's build information
+        assert lock["cuda_ep"] == {"plugin_capable": True, "default_mode": "legacy"}
 
     again = win_builds.build_json(first.out, profile)
     counters = again["counters"]

@@ -16,6 +16,7 @@ from bundler.audit.closure import (
 )
 from bundler.audit.report import Audited, CheckFunction, is_pe_name
 from bundler.audit.restore import absent_locked
+from bundler.binary.ort_build import ort_release
 from bundler.binary.pe import format_version
 from bundler.closure.gpu import target_findings
 from bundler.closure.lock import PACK_MARKER
@@ -26,10 +27,12 @@ from bundler.findings import Finding, finding
 from bundler.target.profile_names import version_key
 from bundler.target.profiles import (
     dll_key,
+    profile_ort_release,
     versioned,
 )
 
 CUDNN = "cudnn"
+PROVIDER_PREFIX = "onnxruntime_providers_"
 TIME_TOLERANCE_NS = 2_000_000_000  # FAT and zip keep times to 2 s
 
 
@@ -127,6 +130,31 @@ def ep_ort_too_old(audited: Audited) -> Iterator[Finding]:
                 f"newer; onnxruntime.dll here is {ort}"
             )
             yield finding("BA206", (pack.plugin,), message, minimum=pack.min_ort)
+
+
+def ort_release_mismatch(audited: Audited) -> Iterator[Finding]:
+    """ORT's DLLs of different releases, from their version resources: onnxruntime.dll against
+    the profile's ORT artifact, and each onnxruntime_providers_*.dll against onnxruntime.dll (a
+    DLL without a version resource cannot tell: 1.19.2's CUDA provider has none)."""
+    front = audited.front
+    core = ort_release(front.file_version) if front else None
+    if front is None or core is None:
+        return
+    wanted = profile_ort_release(audited.profile)
+    if wanted is not None and not core.matches(wanted):
+        message = (
+            f"{front.name} is ORT {core.text}, the profile {audited.profile.name} is ORT "
+            f"{wanted}: the profile's run-time rules and pins are not this folder's"
+        )
+        yield finding("BA207", (front.name,), message, release=wanted)
+    for name, info in audited.folder.pe.items():
+        release = ort_release(info.file_version)
+        if dll_key(name).startswith(PROVIDER_PREFIX) and release and release.parts != core.parts:
+            message = (
+                f"{name} is ORT {release.text}, {front.name} is {core.text}: a provider of "
+                "another revision drifts from the core's contrib-op schemas"
+            )
+            yield finding("BA207", (name,), message, release=core.text)
 
 
 def driver_dll_shipped(audited: Audited) -> Iterator[Finding]:
@@ -297,6 +325,7 @@ CHECKS: dict[str, CheckFunction] = {
     "BA204": debug_crt,
     "BA205": wrong_machine,
     "BA206": ep_ort_too_old,
+    "BA207": ort_release_mismatch,
     "BA301": driver_dll_shipped,
     "BA302": os_component_shipped,
     "BA303": unreferenced_dll,

@@ -112,6 +112,7 @@ def heading(report: AuditReport) -> dict[str, str]:
         "folder": str(report.folder),
         "profile": report.profile.name,
         "description": report.profile.description,
+        "origin": report.choice.detail if report.choice else "",
         "architecture": plan.architecture,
         "min_windows": plan.min_windows,
         "lock": f"verified against {report.lock.name}" if report.lock else "not verified",

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from bundler.acquire.unpack import unpack_all
 from bundler.audit.checks import CHECKS
+from bundler.audit.recognise import choose_profile
 from bundler.audit.report import (
     Audited,
     AuditReport,
@@ -54,12 +55,7 @@ from bundler.closure.resolve import Recorded, resolve
 from bundler.closure.vcruntime import VC_RUNTIME_DLLS
 from bundler.errors import ArchiveError, InputFileError
 from bundler.findings import Finding
-from bundler.target.profiles import (
-    DEFAULT_PROFILE,
-    Profile,
-    dll_key,
-    load_profile,
-)
+from bundler.target.profiles import Profile, dll_key
 from bundler.target.system import SystemPolicy, load_system_policy
 
 if TYPE_CHECKING:
@@ -104,15 +100,17 @@ def audit(
     verify: bool = False,
 ) -> AuditReport:
     """Audit PATH, a bundle folder or its bundle.lock.json. The profile is `profile_name`,
-    else the one the lock file records, else the default profile. Findings matching an
+    else the one the lock file records, else the one the folder's ORT names
+    (bundler.audit.recognise). Findings matching an
     `ignore` rule are moved to `suppressed`. Hashes are checked with `verify`, or when PATH
     is the lock file. An archive is unpacked first: see unpacked()."""
     folder, lock_path = locate(path)
     lock_file = lock_path or folder / LOCK_NAME
     lock = read_lock(lock_file)
-    profile = load_profile(profile_name or (lock.profile if lock else DEFAULT_PROFILE))
-    policy = load_system_policy()
     files = scan_folder(folder)
+    choice = choose_profile(profile_name, lock, files)
+    profile = choice.profile
+    policy = load_system_policy()
     plan = resolve_folder(files, profile, policy, lock)
     hashed = lock is not None and (verify or lock_path is not None)
     audited = Audited(
@@ -131,6 +129,7 @@ def audit(
         restore=restore_list(audited),
         gpu=gpu_summary(audited),
         packs=pack_summary(audited),
+        choice=choice,
     )
 
 

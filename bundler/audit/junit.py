@@ -61,6 +61,9 @@ def _properties(report: AuditReport) -> dict[str, str]:
         "folder": str(report.folder),
         "lock": str(report.lock) if report.lock else "",
         "profile": report.profile.name,
+        "profile_origin": report.choice.origin if report.choice else "",
+        "profile_origin_detail": report.choice.detail if report.choice else "",
+        "profile_missing": (report.choice.missing or "") if report.choice else "",
         "tool_version": report.tool_version,
         "files": str(report.files),
     }

@@ -40,6 +40,11 @@ class FolderFiles:
     pe: dict[str, PEInfo]  # file name -> what it says about itself
     unreadable: dict[str, str]  # file name -> why it cannot be read
 
+    def named(self, name: str) -> PEInfo | None:
+        """The PE file of that name, compared as Windows does (case-insensitively)."""
+        key = dll_key(name)
+        return next((info for found, info in self.pe.items() if dll_key(found) == key), None)
+
     def read(self, path: Path) -> PEInfo:
         """The resolver's reader: the scan's result, so no file is parsed twice and an
         unreadable one fails the same way for the resolver as it did for the scan."""
@@ -80,6 +85,21 @@ def scan_folder(folder: Path) -> FolderFiles:
 
 
 @dataclass(frozen=True)
+class ProfileChoice:
+    """The profile an audit uses, and why: `origin` is one of flag, lock, inferred, default,
+    none (no shipped profile fits: the import closure alone); `detail` says from what."""
+
+    profile: Profile
+    origin: str
+    detail: str
+    notes: tuple[str, ...] = ()
+    missing: str | None = None  # the profile the catalogue lacks (origin "none")
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"origin": self.origin, "detail": self.detail, "missing": self.missing}
+
+
+@dataclass(frozen=True)
 class Audited:
     """What every check reads: the folder, the profile and policy, the Plan resolved from the
     folder alone, and the lock file (`verify`: hash every file against it)."""
@@ -107,6 +127,11 @@ class Audited:
             if pack.plugin.lower() not in self.installed
             and not (self.folder.path / pack.folder).exists()
         )
+
+    @property
+    def front(self) -> PEInfo | None:
+        """The folder's onnxruntime.dll, as read."""
+        return self.folder.named("onnxruntime.dll")
 
     @cached_property
     def load_time(self) -> frozenset[str]:
@@ -194,6 +219,7 @@ class AuditReport:
     restore: tuple[Restore, ...] = ()  # the exact files to put back, with where they come from
     gpu: dict[str, Any] | None = None  # the compute capabilities its CUDA code serves (gpu_summary)
     packs: tuple[dict[str, Any], ...] = ()  # each EP pack of the lock as found (pack_summary)
+    choice: ProfileChoice | None = None  # where the profile came from (bundler.audit.recognise)
     tool_version: str = __version__
 
     def count(self, severity: Severity) -> int:
@@ -216,6 +242,8 @@ class AuditReport:
             "lock": str(self.lock) if self.lock else None,
             "hashes_verified": self.verified,
             "profile": self.profile.name,
+            "profile_origin": self.choice.to_dict() if self.choice else None,
+            "notes": list(self.choice.notes) if self.choice else [],
             "summary": {
                 **{severity.value: self.count(severity) for severity in Severity},
                 "files": self.files,

@@ -119,6 +119,9 @@ def _audit_heading(report: AuditReport) -> list[str]:
         f"  {report.files} PE files read; {len(bundled)} DLLs needed and present ({size}), "
         f"{len(plan.missing)} missing; {lock}",
     ]
+    if report.choice is not None:
+        lines.append(f"  profile {report.choice.detail}")
+        lines += [f"  note: {note}" for note in report.choice.notes]
     drivers = sorted(item.name for item in plan.with_status(Status.DRIVER))
     if drivers:
         lines.append(f"  required on the target, never shipped: {', '.join(drivers)}")

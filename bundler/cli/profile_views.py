@@ -175,8 +175,10 @@ def profile_detail(profile: Profile) -> str:
         f"  VC runtime:   {profile.vc_runtime}",
         f"  roots:        {', '.join(profile.roots)}",
         f"  driver DLLs:  {', '.join(profile.driver_dlls) or 'none'}",
-        "  runtime rules (LoadLibrary at run time):",
     ]
+    if profile.cuda_ep is not None:
+        lines.append(f"  CUDA EP:      {profile.cuda_ep.describe()}")
+    lines.append("  runtime rules (LoadLibrary at run time):")
     for rule in profile.runtime_rules:
         lines.append(f"    {rule.trigger} -> {', '.join(rule.loads)}")
         lines.append(f"      why: {rule.why}")

@@ -18,7 +18,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from bundler import __version__
-from bundler.target.profiles import GpuDriver
+from bundler.target.profiles import CudaEp, GpuDriver
 
 LOCK_NAME = "bundle.lock.json"
 DOCTOR_EXE = "bundle-doctor.exe"
@@ -173,6 +173,9 @@ class Lock:
     pruned: tuple[PrunedFile, ...] = ()  # left out for those models, each with its reason
     eps: tuple[LockedEp, ...] = ()  # execution-provider packs (--ep); () in older locks
     runtime_pack: RuntimePack | None = None  # None: no runtime files, or an older lock
+    # The CUDA provider's modes, from the profile's [cuda_ep] (measured on the pinned DLLs):
+    # None without a CUDA provider, or in a lock written before it was recorded
+    cuda_ep: CudaEp | None = None
     tool_version: str = __version__
     schema_version: int = SCHEMA_VERSION
 

@@ -9,7 +9,7 @@ breaks; writing goes to a temporary name first and renames it into place. The lo
 from __future__ import annotations
 
 import json
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +22,12 @@ from bundler.closure.lock import (
     PrunedFile,
     RuntimePack,
     content_digest,
+    differences,
     is_inside,
 )
 from bundler.disk import files
-from bundler.errors import OutputError, PlanFormatError
-from bundler.target.profiles import GpuDriver
+from bundler.errors import LockMismatchError, OutputError, PlanFormatError
+from bundler.target.profiles import CudaEp, GpuDriver
 
 _REWRITE = "delete it, the next build writes a new one"
 _FILE_KEYS = frozenset(field.name for field in fields(LockedFile))
@@ -102,6 +103,7 @@ def _lock(path: Path, data: dict[str, Any]) -> Lock:
             pruned=tuple(PrunedFile(**item) for item in data.get("pruned", ())),
             eps=tuple(LockedEp(**item) for item in _renamed(data, "eps", "packs", ())),
             runtime_pack=_runtime_pack(_renamed(data, "runtime_pack", "pack", None)),
+            cuda_ep=CudaEp(**data["cuda_ep"]) if data.get("cuda_ep") else None,
             tool_version=data.get("tool_version", "?"),
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -146,3 +148,20 @@ def write_lock(path: Path, lock: Lock) -> None:
             f"{path}: cannot write the lock file ({exc.strerror or exc}); check free space "
             "and permissions there, then build again."
         ) from exc
+
+
+def require_as_locked(path: Path, previous: Lock | None, lock: Lock) -> None:
+    """`build --locked`: the lock a build would write is the one at `path`, or nothing is."""
+    if previous is None:
+        raise LockMismatchError(
+            f"{path}: --locked needs an existing lock file; build once without it."
+        )
+    changes = differences(previous, replace(lock, tool_version=previous.tool_version))
+    if changes:
+        shown = "; ".join(changes[:8]) + (
+            f"; and {len(changes) - 8} more" if len(changes) > 8 else ""
+        )
+        raise LockMismatchError(
+            f"{path}: the build would differ from the lock file ({shown}); nothing "
+            "was written. Rebuild without --locked to update it."
+        )

@@ -196,6 +196,7 @@ def folder_lock(
         min_windows=plan.min_windows,
         vc_runtime_min=required_vc_runtime(plan),
         gpu_driver=profile.gpu_driver,
+        cuda_ep=profile.cuda_ep,
     )
 
 

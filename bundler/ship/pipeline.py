@@ -18,8 +18,8 @@ from bundler.acquire.cache import Cache, runtime_packs
 from bundler.acquire.provenance import attach_provenance
 from bundler.closure.fit import require_fit
 from bundler.closure.gpu import parse_target
-from bundler.closure.lock import LOCK_NAME, Lock, LockedModel, differences, runtime_pack
-from bundler.closure.lockfile import read_lock, write_lock
+from bundler.closure.lock import LOCK_NAME, Lock, LockedModel, runtime_pack
+from bundler.closure.lockfile import read_lock, require_as_locked, write_lock
 from bundler.closure.plan import Plan, Status
 from bundler.closure.resolve import read_inputs, resolve
 from bundler.closure.vcruntime import (
@@ -31,7 +31,7 @@ from bundler.closure.vcruntime import (
 from bundler.config.options import Options
 from bundler.disk.files import as_listed
 from bundler.eps.choice import chosen_packs
-from bundler.errors import ConfigError, LockMismatchError
+from bundler.errors import ConfigError
 from bundler.progress_meter import ProgressFactory
 from bundler.pruning.app_evidence import problems, read_app_evidence
 from bundler.pruning.evidence import all_evidence
@@ -280,7 +280,7 @@ def _deploy(staged: Staged) -> BuildResult:
     )
     lock = replace(lock, runtime_pack=runtime_pack(lock.files))
     if options.locked:
-        _check_locked(out, previous, lock)
+        require_as_locked(out / LOCK_NAME, previous, lock)
     result = BuildResult(out, plan, lock, deployment, counters, options.dry_run)
     result.settings = options.options.report()
     result.pruning = staged.pruning
@@ -368,6 +368,7 @@ def _lock(
         min_windows=plan.min_windows,
         vc_runtime_min=required_vc_runtime(plan),
         gpu_driver=profile.gpu_driver,
+        cuda_ep=profile.cuda_ep,
         ort_version=ort_version(profile),
         gpus=options.gpu_targets(profile),
         loads=load_order(plan) if options.doctor else (),
@@ -381,19 +382,3 @@ def with_pruning(lock: Lock, pruning: Pruning | None) -> Lock:
         return lock
     models = tuple(LockedModel(m.path.name, m.sha256, tuple(sorted(m.ops))) for m in pruning.models)
     return replace(lock, models=models, pruned=pruning.pruned)
-
-
-def _check_locked(out: Path, previous: Lock | None, lock: Lock) -> None:
-    if previous is None:
-        raise LockMismatchError(
-            f"{out / LOCK_NAME}: --locked needs an existing lock file; build once without it."
-        )
-    changes = differences(previous, replace(lock, tool_version=previous.tool_version))
-    if changes:
-        shown = "; ".join(changes[:8]) + (
-            f"; and {len(changes) - 8} more" if len(changes) > 8 else ""
-        )
-        raise LockMismatchError(
-            f"{out / LOCK_NAME}: the build would differ from the lock file ({shown}); nothing "
-            "was written. Rebuild without --locked to update it."
-        )

@@ -139,6 +139,26 @@ class GpuDriver:
     require: bool = False  # a failed check stops a silent install (else it is only logged)
 
 
+PLUGIN, LEGACY = "plugin", "legacy"
+CUDA_EP_MODES = (LEGACY, PLUGIN)
+
+
+@dataclass(frozen=True)
+class CudaEp:
+    """What the release's CUDA provider DLL is (docs/ep-packs.md, "The CUDA provider's two
+    modes"): whether it can also run as a plugin EP (it exports CreateEpFactories besides the
+    legacy GetProvider), and the mode ORT registers it in by default, where the release states
+    one (the cuda-plugin-ep= flag of the "ORT Build Info:" string in onnxruntime.dll)."""
+
+    plugin_capable: bool
+    default_mode: str | None = None  # "legacy" or "plugin"; None: the release does not say
+
+    def describe(self) -> str:
+        capable = "plugin-capable" if self.plugin_capable else "legacy only"
+        default = f", {self.default_mode} by default" if self.default_mode else ""
+        return capable + default
+
+
 @dataclass(frozen=True)
 class Profile:
     """A target: the pinned artifacts, the roots, the rules for what no import table shows,
@@ -159,6 +179,7 @@ class Profile:
     signatures: str = "off"  # "verify": build checks the signed artifacts' signatures
     files: tuple[RecordedFile, ...] = ()  # the pinned DLLs' recorded import tables
     gpus: tuple[str, ...] = ()  # target GPUs, e.g. ("sm_86", "sm_120"): audit checks the code
+    cuda_ep: CudaEp | None = None  # [cuda_ep]: None where the profile has no CUDA provider
 
     def recorded(self, name: str) -> RecordedFile | None:
         key = dll_key(name)
@@ -177,6 +198,14 @@ class Profile:
 
     def is_driver(self, name: str) -> bool:
         return dll_key(name) in {dll_key(driver) for driver in self.driver_dlls}
+
+
+def profile_ort_release(profile: Profile) -> str | None:
+    """The version of the artifact that provides onnxruntime.dll (the profile's ORT release)."""
+    for artifact in profile.artifacts:
+        if any(dll_key(name) == "onnxruntime.dll" for name in artifact.provides):
+            return artifact.version
+    return None
 
 
 def available_profiles() -> dict[str, Path]:
@@ -243,6 +272,7 @@ def load_profile_file(path: Path) -> Profile:
         ),
         files=tuple(read_recorded_file(item) for item in table.tables("files", [])),
         gpus=table.strings("gpus", ()),
+        cuda_ep=_cuda_ep(table),
     )
     table.done()
     _check_recorded(profile, table.where)
@@ -280,6 +310,18 @@ def _gpu_driver(profile: Table) -> GpuDriver | None:
     )
     table.done()
     return driver
+
+
+def _cuda_ep(profile: Table) -> CudaEp | None:
+    table = profile.table("cuda_ep", None)
+    if table is None:
+        return None
+    mode = table.string("default_mode", None)
+    if mode is not None and mode not in CUDA_EP_MODES:
+        raise ProfileError(f"{table.where}: key 'default_mode' must be legacy or plugin.")
+    found = CudaEp(plugin_capable=table.boolean("plugin_capable"), default_mode=mode)
+    table.done()
+    return found
 
 
 def _artifact(table: Table) -> Artifact:

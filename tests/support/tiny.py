@@ -33,9 +33,10 @@ class Tiny:
 
 TINY_TOP = "ort-tiny-1.0"
 TINY_DLLS = {
-    "onnxruntime": PESpec(imports=("helper.dll", "KERNEL32.dll"), file_version=(1, 19, 2, 0)),
+    # the release's own version, 1.0 (the audit compares it with the profile's: BA208)
+    "onnxruntime": PESpec(imports=("helper.dll", "KERNEL32.dll"), file_version=(1, 0, 0, 0)),
     "helper": PESpec(file_version=(1, 0, 0, 0)),
-    "onnxruntime_providers_shared": PESpec(file_version=(1, 19, 2, 0)),
+    "onnxruntime_providers_shared": PESpec(file_version=(1, 0, 0, 0)),
     "extra": PESpec(),
     "unused": PESpec(),
 }

@@ -25,6 +25,7 @@ from bundler.acquire.acquired import Acquired
 from bundler.acquire.artifacts import AcquireOptions, acquire_profile
 from bundler.acquire.cache import Cache
 from bundler.acquire.download import DownloadPolicy
+from bundler.binary.ort_build import cuda_ep
 from bundler.binary.pe import PEInfo, read_pe
 from bundler.closure.fit import require_resolved
 from bundler.closure.resolve import resolve
@@ -47,12 +48,15 @@ from bundler.rules.scan import scan_all
 from bundler.target.loads import RecordedFile
 from bundler.target.profiles import (
     Artifact,
+    CudaEp,
     PipSource,
     Profile,
     dll_key,
     load_profile_file,
 )
 from bundler.target.system import SystemPolicy, load_system_policy
+
+CUDA_PROVIDER = "onnxruntime_providers_cuda.dll"
 
 
 @dataclass(frozen=True)
@@ -116,8 +120,9 @@ def derive_profile(
     _check_vc_runtime(facts, release.packages, infos)
     name = flavour.profile_name.format(ort=flavour.release(request.ort))
     artifacts = _artifacts(release, facts, infos, members)
+    windows = required_windows(facts, infos, policy, _windows(flavour))
     text = render_profile(
-        _rendering(release, name, required_windows(facts, infos, policy, _windows(flavour))),
+        _rendering(release, name, windows, _cuda_ep(facts, files, flavour.ort.front)),
         facts,
         artifacts,
         _recorded(facts, artifacts, infos, policy),
@@ -150,7 +155,18 @@ def _acquire(
     return _Release(request, build, components, chosen, packages, pins, list(acquired))
 
 
-def _rendering(release: _Release, name: str, windows: Windows) -> Rendering:
+def _cuda_ep(facts: Facts, files: dict[str, Path], front: str) -> CudaEp | None:
+    """What the closure's CUDA provider is (plugin-capable, default mode), read from the
+    pinned DLLs; None for a release without one in the closure."""
+    keys = {dll_key(name) for name in facts.closure}
+    if CUDA_PROVIDER not in keys or dll_key(front) not in keys:
+        return None
+    return cuda_ep(files[dll_key(front)], files[CUDA_PROVIDER])
+
+
+def _rendering(
+    release: _Release, name: str, windows: Windows, found: CudaEp | None = None
+) -> Rendering:
     request = release.request
     return Rendering(
         command=f"{request.command} --components {release.components.name}",
@@ -163,6 +179,7 @@ def _rendering(release: _Release, name: str, windows: Windows) -> Rendering:
         build=release.build,
         chosen=release.chosen,
         windows=windows,
+        cuda_ep=found,
     )
 
 

@@ -14,7 +14,7 @@ comment or an order change is no difference.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from bundler.target.loads import RecordedFile
@@ -93,6 +93,7 @@ def profile_facts(profile: Profile) -> dict[str, Any]:
             if profile.gpu_driver
             else None
         ),
+        "cuda_ep": asdict(profile.cuda_ep) if profile.cuda_ep else None,
         "rules": sorted(
             f"{dll_key(rule.trigger)} -> {dll_key(name)}"
             for rule in profile.runtime_rules

@@ -16,7 +16,7 @@ from bundler.rules.derive.facts import Facts, Load, Windows, as_pattern
 from bundler.rules.derive.flavours import ComponentSet, Flavour, LocalInstall, Package
 from bundler.rules.derive.pins import WheelPin
 from bundler.target.loads import RecordedFile
-from bundler.target.profiles import dll_key
+from bundler.target.profiles import CudaEp, dll_key
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,7 @@ class Rendering:
     build: BuildInfo
     chosen: str  # which component set, and why
     windows: Windows  # the minimum Windows and the DLLs that raise it
+    cuda_ep: CudaEp | None = None  # measured on the CUDA provider and its onnxruntime.dll
 
 
 def render_profile(
@@ -153,6 +154,26 @@ def _top(how: Rendering, facts: Facts) -> list[str]:
             f"source = {q(driver.source)}",
             f"require = {'true' if driver.require else 'false'}",
         ]
+    return out + _cuda_ep(how.cuda_ep)
+
+
+def _cuda_ep(found: CudaEp | None) -> list[str]:
+    """[cuda_ep]: each value with the measurement it comes from."""
+    if found is None:
+        return []
+    exported = "exports" if found.plugin_capable else "does not export"
+    out = [
+        "",
+        "[cuda_ep]  # measured on the pinned onnxruntime_providers_cuda.dll and onnxruntime.dll",
+        f"plugin_capable = {'true' if found.plugin_capable else 'false'}  # "
+        f"onnxruntime_providers_cuda.dll {exported} CreateEpFactories",
+    ]
+    if found.default_mode is not None:
+        flag = "has a" if found.default_mode == "plugin" else "has no"
+        out.append(
+            f'default_mode = {q(found.default_mode)}  # onnxruntime.dll\'s "ORT Build Info:" '
+            f"string {flag} cuda-plugin-ep= flag"
+        )
     return out
 
 
