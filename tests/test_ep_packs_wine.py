@@ -37,11 +37,14 @@ from pathlib import Path
 
 import pytest
 
+from bundler.eps.matrix import pair_proof
+from bundler.target.profiles import load_profile
 from tests.conftest import REPO, pip_env, require, test_cache_dir
 from tests.support.display import DisplayWine
 from tests.support.mingw import DLLTOOL, GCC, run_build_script
 from tests.support.scratch import scratch
 from tests.support.wine import NATIVE_VC_RUNTIME, WineRun
+from tools.testing.fetch_test_wheels import core_folder, core_source
 
 pytestmark = pytest.mark.real_tools
 
@@ -109,11 +112,13 @@ def vc_dll(name: str) -> Path:
     return extracted(VC_RUNTIME) / "msvc_runtime-14.44.35112.data" / "data" / "Scripts" / name
 
 
-def lay_out(app: Path, exe: Path, ort: str = ORT) -> Path:
-    """The bundle: exe, ORT and its VC++ runtime beside it, each pack in its own folder."""
+def lay_out(app: Path, exe: Path, ort: str | Path = ORT) -> Path:
+    """The bundle: exe, ORT (a wheel's stem, or a folder of its DLLs) and its VC++ runtime
+    beside it, each pack in its own folder."""
     app.mkdir(parents=True)
     os.link(exe, app / exe.name)
-    for dll in (extracted(ort) / "onnxruntime" / "capi").glob("*.dll"):
+    core = ort if isinstance(ort, Path) else extracted(ort) / "onnxruntime" / "capi"
+    for dll in core.glob("*.dll"):
         os.link(dll, app / dll.name)
     for name in ORT_VC_RUNTIME:
         os.link(vc_dll(name), app / name)
@@ -418,3 +423,74 @@ def test_each_pack_refuses_an_ort_below_its_minimum(
                 assert len(lines) == 1 and lines[0].startswith(f"failed {registration}: "), result
                 assert lines[0].endswith(refusals[name].format(v=version, api=api)), result
         assert result.returncode == 3, result
+
+
+# --- the pack x core proof (issue 40) --------------------------------------------------------
+
+# Rows of manifests/ep-matrix.toml rerun here: a CUDA core and a DirectML core older than
+# 1.31.1, each with every pack, and a core that two packs refuse. The proof tool
+# (tools/evidence/ep_matrix.py) ran every row once, one process a pair; here each core takes
+# all the packs in one process, and every pack's outcome must be the recorded one.
+RERUN = ("ort-1.24.4-gpu-cuda12", "ort-1.24.4-directml", "ort-1.23.0-directml")
+
+
+def core(profile: str) -> Path:
+    """The profile's onnxruntime.dll and the DLLs beside it, as the test cache holds them."""
+    folder = core_folder(core_source(load_profile(profile))[1], test_cache_dir(), download=False)
+    require(folder is not None, f"{profile}'s core: run python -m tools.testing.fetch_test_wheels")
+    assert folder is not None
+    return folder
+
+
+def recorded(result: Run, registration: str) -> tuple[str, str]:
+    """A pack's outcome in one run, as the proof records it: ("registered", "") or
+    ("refused", ORT's message)."""
+    for line in result.lines:
+        if line == f"registered {registration}":
+            return "registered", ""
+        if line.startswith(f"failed {registration}: "):
+            return "refused", line.removeprefix(f"failed {registration}: ")
+    return "crashed", ""
+
+
+@pytest.fixture(scope="module")
+def reruns(
+    ep_wine: DisplayWine,
+    standins: Path,
+    ep_register: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[dict[str, Run]]:
+    """Each RERUN core with every pack, in the prefix with dxcore.dll too (Windows 10 2004 has
+    it, Wine 8.0 not; ORT 1.22 and later DirectML and GPU builds load it)."""
+    with (
+        scratch(tmp_path_factory, "ep-reruns") as root,
+        ep_wine.drivers_installed([standins / "dxcore" / "dxcore.dll"]),
+    ):
+        runs = {}
+        for profile in RERUN:
+            folder = lay_out(root / profile, ep_register, core(profile))
+            runs[profile] = run(ep_wine, folder / "ep_register.exe", *register_args(folder, *PACKS))
+        yield runs
+
+
+@pytest.mark.parametrize("profile", RERUN)
+def test_an_older_core_registers_each_pack_as_the_proof_recorded(
+    reruns: dict[str, Run], profile: str
+) -> None:
+    result = reruns[profile]
+    version = release_of(profile)
+    assert result.lines[0] == f"ort {version} api {version.split('.')[1]}", result
+    for name, pack in PACKS.items():
+        proof = pair_proof(profile, name)
+        assert proof is not None and proof.outcome in ("registered", "refused"), (profile, name)
+        outcome = recorded(result, pack["registration_name"])
+        assert outcome == (proof.outcome, proof.message), result
+        # and what min_ort says, independently of the proof file
+        assert (outcome[0] == "registered") == (
+            release(release_of(profile)) >= release(pack["min_ort"])
+        )
+    assert result.loader.missing == (), result
+
+
+def release_of(profile: str) -> str:
+    return profile.split("-")[1]
