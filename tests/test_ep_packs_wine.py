@@ -494,3 +494,81 @@ def test_an_older_core_registers_each_pack_as_the_proof_recorded(
 
 def release_of(profile: str) -> str:
     return profile.split("-")[1]
+
+
+# --- the doctor: the ORT that really loads, beside each pack's minimum (issue 40) ------------
+
+OLD_ORT = "onnxruntime-1.23.2-cp311-cp311-win_amd64"  # manifests/profiles/ort-1.23.2-cpu.toml
+
+
+def doctor(wine: DisplayWine, app: Path) -> tuple[list[str], dict[str, object]]:
+    """The doctor's text report's header and its --json document, run from the prefix's C:\\
+    (not the app's folder: the current folder is on the search path too)."""
+    exe = app / "bundle-doctor.exe"
+    text = wine.program(exe, cwd=wine.prefix / "drive_c", overrides=OVERRIDES, timeout=300)
+    document = wine.program(
+        exe, "--json", cwd=wine.prefix / "drive_c", overrides=OVERRIDES, timeout=300
+    )
+    assert document.stdout.startswith("{"), (document.returncode, document.stderr[-3000:])
+    return text.stdout.split("\n\n", 1)[0].splitlines(), json.loads(document.stdout)
+
+
+@pytest.fixture(scope="module")
+def shadowed(
+    ep_wine: DisplayWine, app: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[tuple[list[str], dict[str, object]], tuple[list[str], dict[str, object]]]]:
+    """The doctor of the bundle with every pack, with ORT 1.23.2's onnxruntime.dll in System32:
+    first as built (the app's folder comes first in the search order: its own ORT loads), then
+    with the bundle's onnxruntime.dll gone (the app would get System32's)."""
+    older = extracted(OLD_ORT) / "onnxruntime" / "capi" / "onnxruntime.dll"
+    with ep_wine.drivers_installed([older]):
+        present = doctor(ep_wine, app)
+        copy = linked_copy(app, tmp_path_factory.mktemp("ep-no-ort") / "app")
+        (copy / "onnxruntime.dll").unlink()
+        yield present, doctor(ep_wine, copy)
+
+
+def test_the_doctor_prints_the_ort_it_loads_by_name_beside_each_pack_minimum(
+    shadowed: tuple[tuple[list[str], dict[str, object]], tuple[list[str], dict[str, object]]],
+    app: Path,
+) -> None:
+    lines, document = shadowed[0]
+    own = windows_path(app / "onnxruntime.dll")
+    assert f"ONNX Runtime 1.31.1 loaded by name from {own} (the bundle's: 1.31.1)" in lines, lines
+    for pack in PACKS.values():
+        minimum = pack["min_ort"]
+        assert (
+            f"EP pack {pack['name']}: needs ONNX Runtime {minimum} or newer; 1.31.1 meets it"
+            in (lines)
+        ), lines
+    assert document["ort"] == {"bundle": "1.31.1", "loaded": "1.31.1", "from": own}
+    assert document["eps"] == [
+        {"name": pack["name"], "min_ort": pack["min_ort"], "loaded_meets_minimum": True}
+        for pack in PACKS.values()
+    ]
+
+
+def test_the_doctor_names_a_system32_ort_the_app_would_load_and_the_packs_it_refuses(
+    shadowed: tuple[tuple[list[str], dict[str, object]], tuple[list[str], dict[str, object]]],
+) -> None:
+    lines, document = shadowed[1]
+    system32 = "C:\\windows\\system32\\onnxruntime.dll"
+    assert [line for line in lines if line.startswith("ONNX Runtime")] == [
+        f"ONNX Runtime 1.23.2 loaded by name from {system32} (the bundle's: 1.31.1)"
+    ], lines
+    for pack in PACKS.values():
+        minimum = pack["min_ort"]
+        verdict = (
+            "1.23.2 meets it"
+            if release("1.23.2") >= release(minimum)
+            else ("1.23.2 is older: ORT refuses it")
+        )
+        assert f"EP pack {pack['name']}: needs ONNX Runtime {minimum} or newer; {verdict}" in (
+            lines
+        ), lines
+    found = {item["code"]: item for item in document["findings"]}  # type: ignore[attr-defined]
+    assert "onnxruntime.dll is missing from the folder" in found["BA806"]["message"]
+    assert found["BA807"]["message"] == (
+        f"onnxruntime.dll (loaded by name, as the app loads it, from {system32}) is ONNX "
+        "Runtime 1.23.2; the bundle was built for 1.31.1"
+    )
