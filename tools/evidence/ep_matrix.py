@@ -16,7 +16,7 @@ pairs not run keep their row, or get a `not-run` one.
 Cores: a core already extracted in the test cache (python -m tools.testing.fetch_test_wheels)
 is used from there; any other is fetched one wheel at a time with pip (the profile's pin,
 pip enforcing the hash), and only onnxruntime.dll with the two DLLs a bundle always ships
-beside it where the wheel has them (onnxruntime_providers_shared.dll, which ORT before 1.23
+beside it where the wheel has them (onnxruntime_providers_shared.dll, which ORT 1.22
 loads to register a pack, and the DirectML flavour's DirectML.dll) is kept, under
 <cache>/cores/ (tools.testing.fetch_test_wheels.core_folder); the wheel is deleted at once.
 The packs' wheels come from the test cache.
