@@ -71,11 +71,12 @@ def _check_proof(pack: EpPack, where: str, profile: str) -> None:
 
     proof = pair_proof(profile, pack.name)
     if proof is not None and proof.failed:
+        happened = "was refused" if proof.outcome == "refused" else "crashed"
         raise EpPairFailedError(
-            f"{where}: the pack was {proof.verdict} when registered with profile {profile}'s "
-            "onnxruntime.dll under Wine (the pack x core proof, manifests/ep-matrix.toml); the "
-            "target would fail the same way. Build with another profile (bundle profiles "
-            "lists them), or drop the pack. Nothing was written."
+            f"{where}: registering the pack with profile {profile}'s onnxruntime.dll (ORT "
+            f"{proof.ort}) under Wine {happened}: {proof.message} (the pack x core proof, "
+            "manifests/ep-matrix.toml); the target would fail the same way. Build with another "
+            "profile (bundle profiles lists them), or drop the pack. Nothing was written."
         )
 
 

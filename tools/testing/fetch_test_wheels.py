@@ -200,11 +200,14 @@ def core_folder(source: PipSource, cache: Path, download: bool = True) -> Path |
         wheel = pip_download(source, Path(scratch))
         staging = Path(scratch) / "dlls"
         staging.mkdir()
+        wanted = {name.lower() for name in CORE_DLLS}
         with zipfile.ZipFile(wheel) as archive:
-            for member in archive.infolist():
-                if member.filename.lower() in {f"onnxruntime/capi/{n.lower()}" for n in CORE_DLLS}:
-                    (staging / Path(member.filename).name).write_bytes(archive.read(member))
+            for member in archive.infolist():  # wherever the wheel keeps them (capi/ mostly)
+                if member.filename.rsplit("/", 1)[-1].lower() in wanted:
+                    (staging / member.filename.rsplit("/", 1)[-1]).write_bytes(archive.read(member))
         wheel.unlink()
+        if not (staging / ORT_DLL).is_file():
+            raise SystemExit(f"{source.wheel} holds no {ORT_DLL}")
         staging.rename(ours)
     return ours
 
