@@ -126,9 +126,7 @@ def planted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         encoding="utf-8",
     )
     monkeypatch.setattr(matrix, "matrix_file", lambda: path)
-    load_matrix.cache_clear()
     yield path
-    load_matrix.cache_clear()
 
 
 def test_the_build_refuses_a_pair_recorded_as_failed_with_exit_25(planted: Path) -> None:

@@ -15,7 +15,6 @@ Only the registration's outcome is recorded, never what the host offers (devices
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
 from bundler.errors import ProfileError
@@ -54,7 +53,6 @@ def matrix_file() -> Path:
     return resources.manifests_dir() / "ep-matrix.toml"
 
 
-@cache
 def load_matrix(path: Path | None = None) -> dict[tuple[str, str], PairProof]:
     """(profile, pack) -> its recorded proof; a ProfileError naming the row for a bad one."""
     table = load_toml(path or matrix_file())

@@ -211,7 +211,6 @@ def write(pairs: dict[tuple[str, str], PairProof]) -> None:
     temporary = target.with_suffix(".tmp")
     temporary.write_text(serialise(ordered(pairs)), encoding="utf-8")
     os.replace(temporary, target)
-    load_matrix.cache_clear()
 
 
 @contextmanager
