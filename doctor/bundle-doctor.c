@@ -123,12 +123,12 @@ static void text_runtime_pack(const Doctor *doctor, StrBuf *out)
 }
 
 /* The ORT that loaded by name (check_loads) beside each pack's minimum: header lines, facts
- * of this machine; nothing where no load was tried (--gpu-only, an older data file). */
+ * of this machine; nothing where no load was tried (--gpu-only, no ort or load record). */
 static void text_ort(const Doctor *doctor, StrBuf *out)
 {
     const Data *data = doctor->data;
     const char *loaded = doctor->ort_loaded;
-    if (!data->ort || !data->n_loads)
+    if (!doctor->ort_asked)
         return;
     if (doctor->ort_from)
         sb_printf(out, "ONNX Runtime %s loaded by name from %s (the bundle's: %s)\n",

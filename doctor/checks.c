@@ -751,6 +751,7 @@ static void check_ort_version(Doctor *doctor, HMODULE ort, const char *path)
  * the search order finds by its name (a System32 copy), and the doctor says which. */
 static void check_ort(Doctor *doctor, const char *relative, int present)
 {
+    doctor->ort_asked = 1;
     HMODULE module = load_ort_by_name(doctor, relative);
     if (module) {
         check_ort_version(doctor, module, relative);

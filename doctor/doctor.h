@@ -170,6 +170,7 @@ typedef struct {
     /* The ONNX Runtime check_loads loaded by name, as the app does: its version (NULL when
      * none loaded or it has no GetVersionString) and where it came from (NULL when none). */
     char *ort_loaded, *ort_from;
+    int ort_asked; /* check_loads tried to load it (not with --gpu-only) */
     char *installed_pack; /* bundle-pack.txt's pack, lowercase; NULL without the file */
 } Doctor;
 

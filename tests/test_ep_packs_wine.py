@@ -548,6 +548,19 @@ def test_the_doctor_prints_the_ort_it_loads_by_name_beside_each_pack_minimum(
     ]
 
 
+def test_the_doctor_loads_no_ort_with_gpu_only(ep_wine: DisplayWine, app: Path) -> None:
+    """--gpu-only (the installer, before it copies) loads nothing: no ORT line, nulls."""
+    exe = app / "bundle-doctor.exe"
+    cwd = ep_wine.prefix / "drive_c"
+    text = ep_wine.program(exe, "--gpu-only", cwd=cwd, overrides=OVERRIDES, timeout=300)
+    assert not [line for line in text.stdout.splitlines() if line.startswith(("ONNX", "EP pack"))]
+    document = json.loads(
+        ep_wine.program(exe, "--gpu-only", "--json", cwd=cwd, overrides=OVERRIDES).stdout
+    )
+    assert document["ort"] == {"bundle": "1.31.1", "loaded": None, "from": None}
+    assert {pack["loaded_meets_minimum"] for pack in document["eps"]} == {None}
+
+
 def test_the_doctor_names_a_system32_ort_the_app_would_load_and_the_packs_it_refuses(
     shadowed: tuple[tuple[list[str], dict[str, object]], tuple[list[str], dict[str, object]]],
 ) -> None:
