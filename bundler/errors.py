@@ -176,3 +176,9 @@ class EpOrtTooOldError(BundleError):
     factory accepts (the pack's min_ort): ORT would refuse to register it on the target."""
 
     exit_code = ExitCode.EP_ORT_TOO_OLD
+
+
+class EpPairFailedError(EpOrtTooOldError):
+    """An execution-provider pack was asked for beside a profile whose onnxruntime.dll refused
+    it, or crashed, when the pack x core proof registered the two under Wine
+    (manifests/ep-matrix.toml): the target would fail the same way."""

@@ -122,6 +122,31 @@ static void text_runtime_pack(const Doctor *doctor, StrBuf *out)
         sb_printf(out, "%s names no pack, not the lock's\n", PACK_MARKER);
 }
 
+/* The ORT that loaded by name (check_loads) beside each pack's minimum: header lines, facts
+ * of this machine; nothing where no load was tried (--gpu-only, no ort or load record). */
+static void text_ort(const Doctor *doctor, StrBuf *out)
+{
+    const Data *data = doctor->data;
+    const char *loaded = doctor->ort_loaded;
+    if (!doctor->ort_asked)
+        return;
+    if (doctor->ort_from)
+        sb_printf(out, "ONNX Runtime %s loaded by name from %s (the bundle's: %s)\n",
+                  loaded ? loaded : "of unknown version", doctor->ort_from, data->ort);
+    else
+        sb_printf(out, "ONNX Runtime: none loads by name (the bundle's: %s)\n", data->ort);
+    for (size_t i = 0; i < data->n_packs; i++) {
+        const PackRec *pack = &data->packs[i];
+        sb_printf(out, "EP pack %s: needs ONNX Runtime %s or newer", pack->name, pack->min_ort);
+        if (loaded)
+            sb_printf(out, version_below(loaded, pack->min_ort) ? "; %s is older: ORT refuses it\n"
+                                                                : "; %s meets it\n",
+                      loaded);
+        else
+            sb_add(out, "\n");
+    }
+}
+
 static void text_report(const Doctor *doctor, int exit_code, StrBuf *out)
 {
     const Data *data = doctor->data;
@@ -142,6 +167,7 @@ static void text_report(const Doctor *doctor, int exit_code, StrBuf *out)
         sb_printf(out, "GPU %zu: %s, compute capability %d.%d (sm_%d%d), %llu MB\n", i,
                   m->gpus[i].name, m->gpus[i].major, m->gpus[i].minor, m->gpus[i].major,
                   m->gpus[i].minor, m->gpus[i].memory >> 20);
+    text_ort(doctor, out);
     sb_add(out, "\n");
     for (size_t i = 0; i < doctor->n_findings; i++) { /* in severity order: order_findings */
         const Finding *f = doctor->findings[i];
@@ -227,6 +253,39 @@ static void json_runtime_pack(const Doctor *doctor, StrBuf *out)
     sb_printf(out, ", \"matches\": %s}", runtime_pack_matches(doctor) ? "true" : "false");
 }
 
+static void json_text_or_null(StrBuf *out, const char *text)
+{
+    if (text)
+        sb_json(out, text);
+    else
+        sb_add(out, "null");
+}
+
+/* As text_ort: "ort": {"bundle", "loaded", "from"}, and "eps": [{"name", "min_ort",
+ * "loaded_meets_minimum"}] (null where nothing loaded). */
+static void json_ort(const Doctor *doctor, StrBuf *out)
+{
+    const Data *data = doctor->data;
+    const char *loaded = doctor->ort_loaded;
+    sb_add(out, "\"ort\": {\"bundle\": ");
+    json_text_or_null(out, data->ort);
+    sb_add(out, ", \"loaded\": ");
+    json_text_or_null(out, loaded);
+    sb_add(out, ", \"from\": ");
+    json_text_or_null(out, doctor->ort_from);
+    sb_add(out, "}, \"eps\": [");
+    for (size_t i = 0; i < data->n_packs; i++) {
+        sb_add(out, i ? ", {\"name\": " : "{\"name\": ");
+        sb_json(out, data->packs[i].name);
+        sb_add(out, ", \"min_ort\": ");
+        sb_json(out, data->packs[i].min_ort);
+        sb_add(out, ", \"loaded_meets_minimum\": ");
+        sb_add(out, !loaded ? "null" : version_below(loaded, data->packs[i].min_ort) ? "false" : "true");
+        sb_add(out, "}");
+    }
+    sb_add(out, "]");
+}
+
 static void json_report(const Doctor *doctor, int exit_code, StrBuf *out)
 {
     const Data *data = doctor->data;
@@ -241,6 +300,8 @@ static void json_report(const Doctor *doctor, int exit_code, StrBuf *out)
     json_runtime_pack(doctor, out);
     sb_add(out, ", ");
     json_machine(doctor, out);
+    sb_add(out, ", ");
+    json_ort(doctor, out);
     sb_add(out, ", \"findings\": [");
     for (size_t i = 0; i < doctor->n_findings; i++) { /* in severity order: order_findings */
         const Finding *f = doctor->findings[i];

@@ -673,6 +673,55 @@ typedef struct {
     const char *(WINAPI *GetVersionString)(void);
 } OrtApiBase;
 
+/* Whether `folder` is the folder of this exe (the app's exe sits beside the doctor). */
+static int is_own_folder(const wchar_t *folder)
+{
+    wchar_t exe[MAX_PATH * 4];
+    DWORD n = GetModuleFileNameW(NULL, exe, MAX_PATH * 4);
+    wchar_t *slash = n && n < MAX_PATH * 4 ? wcsrchr(exe, L'\\') : NULL;
+    if (!slash)
+        return 0;
+    *slash = L'\0';
+    return _wcsicmp(exe, folder) == 0;
+}
+
+/* The ORT DLL loaded the way the app loads it: by its name, so that the normal search order
+ * decides (a copy already loaded or listed in KnownDLLs, then the exe's folder, System32, the
+ * Windows folders, the current folder, PATH), not the bundle's full path. With --data naming
+ * another folder than the doctor's own, that folder is searched right after the doctor's
+ * (SetDllDirectoryW), where the app's own folder would be. Records where it came from. */
+static HMODULE load_ort_by_name(Doctor *doctor, const char *relative)
+{
+    const char *slash = strrchr(relative, '/');
+    wchar_t *name = widen(slash ? slash + 1 : relative);
+    int other = !is_own_folder(doctor->data->folder);
+    if (other)
+        SetDllDirectoryW(doctor->data->folder);
+    HMODULE module = LoadLibraryW(name);
+    DWORD error = GetLastError();
+    if (other)
+        SetDllDirectoryW(NULL);
+    free(name);
+    if (module) {
+        wchar_t from[MAX_PATH * 4];
+        DWORD n = GetModuleFileNameW(module, from, MAX_PATH * 4);
+        doctor->ort_from = n && n < MAX_PATH * 4 ? narrow(from) : xstrdup("an unknown path");
+    }
+    SetLastError(error);
+    return module;
+}
+
+/* Whether the ORT loaded is the bundle's own file (its full path, compared folded). */
+static int ort_is_bundled(const Doctor *doctor, const char *relative)
+{
+    wchar_t *own = bundle_path(doctor->data, relative);
+    wchar_t *from = widen(doctor->ort_from);
+    int same = _wcsicmp(own, from) == 0;
+    free(own);
+    free(from);
+    return same;
+}
+
 static void check_ort_version(Doctor *doctor, HMODULE ort, const char *path)
 {
     const char *want = doctor->data->ort;
@@ -680,16 +729,42 @@ static void check_ort_version(Doctor *doctor, HMODULE ort, const char *path)
         (const OrtApiBase *(WINAPI *)(void))(void *)GetProcAddress(ort, "OrtGetApiBase");
     const OrtApiBase *base = get_base ? get_base() : NULL;
     const char *have = base && base->GetVersionString ? base->GetVersionString() : NULL;
+    char *where = ort_is_bundled(doctor, path)
+                      ? xstrdup(path)
+                      : xprintf("%s (loaded by name, as the app loads it, from %s)", path,
+                                doctor->ort_from);
     Finding *f = NULL;
+    doctor->ort_loaded = have ? xstrdup(have) : NULL;
     if (!have)
         f = add_finding(doctor, "BA807",
                         xprintf("%s has no OrtGetApiBase()->GetVersionString(): not an ONNX "
-                                "Runtime DLL; the bundle expects ONNX Runtime %s", path, want));
+                                "Runtime DLL; the bundle expects ONNX Runtime %s", where, want));
     else if (strcmp(have, want) != 0)
         f = add_finding(doctor, "BA807",
-                        xprintf("%s is ONNX Runtime %s; the bundle was built for %s", path, have, want));
+                        xprintf("%s is ONNX Runtime %s; the bundle was built for %s", where, have, want));
     if (f)
         finding_file(f, path);
+    free(where);
+}
+
+/* The first load record is the ORT DLL: missing from the folder, the app still gets whatever
+ * the search order finds by its name (a System32 copy), and the doctor says which. */
+static void check_ort(Doctor *doctor, const char *relative, int present)
+{
+    doctor->ort_asked = 1;
+    HMODULE module = load_ort_by_name(doctor, relative);
+    if (module) {
+        check_ort_version(doctor, module, relative);
+    } else if (present) {
+        DWORD error = GetLastError();
+        char *text = win32_message(error);
+        Finding *f = add_finding(doctor, "BA806", xprintf("%s does not load: error %lu (%s)",
+                                                          relative, error, text));
+        free(text);
+        finding_file(f, relative);
+        if (error == ERROR_MOD_NOT_FOUND)
+            missing_imports(doctor, relative, f);
+    }
 }
 
 void check_loads(Doctor *doctor)
@@ -700,11 +775,19 @@ void check_loads(Doctor *doctor)
         if (in_absent_pack(data, rel))
             continue;
         wchar_t *path = bundle_path(data, rel);
-        if (!is_file(path)) {
+        int present = is_file(path);
+        if (!present) {
             Finding *f = add_finding(doctor, "BA806",
                                      xprintf("%s is missing from the folder (error 126, "
                                              "ERROR_MOD_NOT_FOUND, when it is loaded)", rel));
             finding_file(f, rel);
+        }
+        if (i == 0 && data->ort) {
+            check_ort(doctor, rel, present);
+            free(path);
+            continue;
+        }
+        if (!present) {
             free(path);
             continue;
         }
@@ -718,8 +801,6 @@ void check_loads(Doctor *doctor)
             finding_file(f, rel);
             if (error == ERROR_MOD_NOT_FOUND)
                 missing_imports(doctor, rel, f);
-        } else if (i == 0 && data->ort) {
-            check_ort_version(doctor, module, rel);
         }
         free(path);
     }

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #define MAX_DATA_BYTES (64u << 20)
-#define HEADER "bundle-doctor-data\t1"
+#define HEADER "bundle-doctor-data\t2"
 #define REBUILD "rebuild the bundle with bundle build"
 
 /* --- SHA-256 ------------------------------------------------------------------------------ */
@@ -223,7 +223,7 @@ static const struct {
     [API_SET] = {"api_set", 2, 0},   [DRIVER] = {"driver", 4, 1}, [CHECK] = {"check", 5, 0},
     [FILE_] = {"file", 5, 0},        [VERSION] = {"version", 3, 0}, [LOAD] = {"load", 2, 0},
     [PRUNED] = {"pruned", 2, 0},     [IMPORTS] = {"imports", 3, 0}, [GPU] = {"gpu", 4, 0},
-    [EP] = {"ep", 8, 0},             [RUNTIME_PACK] = {"runtime_pack", 2, 1},
+    [EP] = {"ep", 9, 0},             [RUNTIME_PACK] = {"runtime_pack", 2, 1},
 };
 #define N_KINDS ((int)(sizeof KINDS / sizeof KINDS[0]))
 /* The ep record's name before issue 39, written by an older bundle: still read as one. */
@@ -232,7 +232,8 @@ static const struct {
 static const char *const PROBES[] = {"nvidia-cuda", "intel", "d3d12"};
 
 /* An ep record (an execution-provider pack): name, folder, plugin (inside the folder), probe,
- * minimum compute capability and driver ("-": none), and what the EP needs, in words. */
+ * minimum compute capability and driver ("-": none), what the EP needs, in words, and the
+ * oldest ONNX Runtime release it registers with (format 2). */
 static char *take_ep(Data *data, char **f)
 {
     size_t folder = strlen(f[2]);
@@ -256,9 +257,11 @@ static char *take_ep(Data *data, char **f)
         return xprintf("the EP %s's minimum compute capability and driver are X.Y or -", f[1]);
     if (!*f[7])
         return xprintf("the EP %s says nothing about what it needs", f[1]);
+    if (!is_dotted(f[8], 0))
+        return xprintf("the EP %s's minimum ONNX Runtime '%s' is not a dotted version", f[1], f[8]);
     *GROW(data->packs, data->n_packs) =
         (PackRec){xstrdup(f[1]), xstrdup(f[2]), xstrdup(f[3]), PROBES[probe], xstrdup(f[5]),
-                  xstrdup(f[6]), xstrdup(f[7])};
+                  xstrdup(f[6]), xstrdup(f[7]), xstrdup(f[8])};
     return NULL;
 }
 
@@ -364,7 +367,9 @@ static char *take_record(Data *data, int kind, char **f)
     return xstrdup("internal error: unhandled record kind");
 }
 
-/* Splits one line (NUL-terminated, no LF) at TABs into at most 8 fields; returns the count. */
+/* Splits one line (NUL-terminated, no LF) at TABs into at most MAX_FIELDS fields (the ep
+ * record's 9); returns the count, MAX_FIELDS + 1 for a line with more. */
+#define MAX_FIELDS 9
 static int split(char *line, char **fields)
 {
     int n = 0;
@@ -372,8 +377,8 @@ static int split(char *line, char **fields)
     for (char *p = line; *p; p++) {
         if (*p == '\t') {
             *p = '\0';
-            if (n == 8)
-                return 9; /* too many: never a valid record */
+            if (n == MAX_FIELDS)
+                return MAX_FIELDS + 1; /* too many: never a valid record */
             fields[n++] = p + 1;
         }
     }
@@ -392,7 +397,7 @@ static char *parse_records(Data *data, char *text, size_t n)
         char *lf = memchr(line, '\n', (size_t)(end - line));
         *lf = '\0';
         line_no++;
-        char *f[9];
+        char *f[MAX_FIELDS + 1];
         int count = split(line, f);
         int kind = 0;
         for (int k = 1; k < N_KINDS; k++)
@@ -457,7 +462,7 @@ static char *parse(Data *data, char *text, size_t n)
 {
     size_t header = strlen(HEADER);
     if (n < header + 1 || memcmp(text, HEADER "\n", header + 1) != 0 || memchr(text, '\0', n))
-        return xprintf("the first line is not 'bundle-doctor-data<TAB>1' (not a data file of "
+        return xprintf("the first line is not 'bundle-doctor-data<TAB>2' (not a data file of "
                        "this bundle-doctor); %s", REBUILD);
     /* the last line (an optional final LF aside) must be "end<TAB><sha256 of all before it>" */
     size_t stop = n;

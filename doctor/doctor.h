@@ -82,6 +82,7 @@ typedef struct {
     const char *probe;            /* "nvidia-cuda", "intel" or "d3d12" (static) */
     char *min_capability, *min_driver; /* e.g. "8.0", "580.88"; "-" for none */
     char *needs;                  /* one sentence */
+    char *min_ort;                /* the oldest ONNX Runtime it registers with, e.g. "1.24.4" */
 } PackRec;
 
 typedef struct {
@@ -166,6 +167,10 @@ typedef struct {
     Finding **findings;
     size_t n_findings;
     int pack_asked;       /* check_runtime_pack read the folder (a runtime_pack record) */
+    /* The ONNX Runtime check_loads loaded by name, as the app does: its version (NULL when
+     * none loaded or it has no GetVersionString) and where it came from (NULL when none). */
+    char *ort_loaded, *ort_from;
+    int ort_asked; /* check_loads tried to load it (not with --gpu-only) */
     char *installed_pack; /* bundle-pack.txt's pack, lowercase; NULL without the file */
 } Doctor;
 

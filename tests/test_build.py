@@ -144,7 +144,7 @@ def test_the_bundle_carries_the_doctor_and_the_gpu_code_of_its_dlls(gpu_bundle: 
     )
     assert "cudnn_ops64_9.dll" in lock["loads"]
     data = (gpu_bundle / "bundle-doctor.dat").read_text()
-    assert data.startswith("bundle-doctor-data\t1\n")
+    assert data.startswith("bundle-doctor-data\t2\n")
     assert f"gpu\tonnxruntime_providers_cuda.dll\t{','.join(six)}\t{','.join(six)}\n" in data
 
 

@@ -475,7 +475,7 @@ def test_a_pruned_dll_nowhere_finds_nothing(wine: Wine, pruned_app: Path, tmp_pa
 
 def good_data() -> bytes:
     lines = [
-        ("bundle-doctor-data", "1"),
+        ("bundle-doctor-data", "2"),
         ("tool", "0.1.0"),
         ("profile", "ort-1.19.2-cpu"),
         *(("check", *row) for row in data.CHECKS),
@@ -506,7 +506,7 @@ def with_pruned(name: str) -> Callable[[bytes], bytes]:
 BAD_DATA: dict[str, Callable[[bytes], bytes]] = {
     "truncated": lambda good: good[: len(good) // 2],
     "edited": edit_a_line,
-    "wrong first line": lambda good: data.seal([("bundle-doctor-data", "2"), ("tool", "0.1.0")]),
+    "wrong first line": lambda good: data.seal([("bundle-doctor-data", "1"), ("tool", "0.1.0")]),
     "unknown record": unknown_record,
     "empty": lambda good: b"",
     "binary": lambda good: bytes(range(256)) * 4,
@@ -529,7 +529,10 @@ BAD_DATA: dict[str, Callable[[bytes], bytes]] = {
     "a pack with a bad minimum capability": lambda good: with_pack(good, capability="sm_80"),
     "a pack with a bad minimum driver": lambda good: with_pack(good, driver="580"),
     "a pack that needs nothing": lambda good: with_pack(good, needs=""),
-    "a pack record a field short": lambda good: with_pack(good, needs=None),
+    "a pack record a field short (no minimum ORT: format 1)": lambda good: with_pack(
+        good, min_ort=None
+    ),
+    "a pack with a bad minimum ORT": lambda good: with_pack(good, min_ort="latest"),
     "a pack listed twice": lambda good: data.with_packs(
         good.decode(), (data.WEBGPU_PACK, data.WEBGPU_PACK)
     ),
@@ -570,11 +573,12 @@ def with_pack(
     plugin: str = data.WEBGPU_PACK[2],
     capability: str = "-",
     driver: str = "-",
-    needs: str | None = "a D3D12 GPU",
+    needs: str = "a D3D12 GPU",
+    min_ort: str | None = "1.24.4",
 ) -> bytes:
-    """`good` with one webgpu pack record, its fields as given (needs None: left out)."""
-    fields = ("webgpu", "ep/webgpu", plugin, probe, capability, driver)
-    return data.with_packs(good.decode(), (fields if needs is None else (*fields, needs),))
+    """`good` with one webgpu pack record, its fields as given (min_ort None: left out)."""
+    fields = ("webgpu", "ep/webgpu", plugin, probe, capability, driver, needs)
+    return data.with_packs(good.decode(), (fields if min_ort is None else (*fields, min_ort),))
 
 
 def resealed(good: bytes, old: bytes, new: bytes) -> bytes:
@@ -631,7 +635,7 @@ def test_the_data_file_format_is_what_the_helper_writes() -> None:
     """The contract in doctor/README.md, checked on the helper's own output."""
     text = good_data().decode()
     lines = text.split("\n")
-    assert lines[0] == "bundle-doctor-data\t1" and lines[-1] == ""
+    assert lines[0] == "bundle-doctor-data\t2" and lines[-1] == ""
     body, end = text[: text.rindex("end\t")], lines[-2]
     assert end == "end\t" + hashlib.sha256(body.encode()).hexdigest()
     assert "\r" not in text
@@ -819,7 +823,7 @@ def test_the_report_judges_each_installed_pack(
     for name in present:
         (folder / name).write_bytes(b"MZ")
     lines = [
-        ("bundle-doctor-data", "1"),
+        ("bundle-doctor-data", "2"),
         ("tool", "0.1.0"),
         ("profile", "ort-1.31.1-cpu"),
         *(("check", *row) for row in data.CHECKS),

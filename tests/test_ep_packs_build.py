@@ -160,6 +160,8 @@ def _check_pack_folder(out: Path, name: str, lock: dict[str, object]) -> None:
     assert locked["plugin"] == f"{pack.folder}/{pack.plugin}"
     assert locked["registration_name"] == pack.registration_name
     assert locked["min_ort"] == pack.min_ort
+    # manifests/ep-matrix.toml: every pack registered with ORT 1.31.1 under Wine (issue 40)
+    assert (locked["proof"], locked["proof_note"]) == ("registered", "")
     assert locked["size"] == sum((folder / n).stat().st_size for n in expected)
 
 
@@ -184,6 +186,7 @@ def test_cpu_bundle_with_one_pack(name: str, tmp_path: Path, ep_cache: Path) -> 
     need = pack.hardware  # what the doctor judges on the target, from the pack's manifest
     record = (name, pack.folder, f"{pack.folder}/{pack.plugin}", need.probe)
     record += (need.min_compute_capability or "-", need.min_driver or "-", need.needs)
+    record += (pack.min_ort,)  # format 2 (issue 40): the doctor prints it beside the ORT loaded
     assert "\t".join(("ep", *record)) in dat
     script = (out / "postbuild.cmd").read_text(encoding="utf-8")  # the VS post-build step
     plugin = load_pack(name).plugin

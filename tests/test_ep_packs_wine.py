@@ -37,11 +37,14 @@ from pathlib import Path
 
 import pytest
 
+from bundler.eps.matrix import pair_proof
+from bundler.target.profiles import load_profile
 from tests.conftest import REPO, pip_env, require, test_cache_dir
 from tests.support.display import DisplayWine
 from tests.support.mingw import DLLTOOL, GCC, run_build_script
 from tests.support.scratch import scratch
 from tests.support.wine import NATIVE_VC_RUNTIME, WineRun
+from tools.testing.fetch_test_wheels import core_folder, core_source
 
 pytestmark = pytest.mark.real_tools
 
@@ -109,11 +112,13 @@ def vc_dll(name: str) -> Path:
     return extracted(VC_RUNTIME) / "msvc_runtime-14.44.35112.data" / "data" / "Scripts" / name
 
 
-def lay_out(app: Path, exe: Path, ort: str = ORT) -> Path:
-    """The bundle: exe, ORT and its VC++ runtime beside it, each pack in its own folder."""
+def lay_out(app: Path, exe: Path, ort: str | Path = ORT) -> Path:
+    """The bundle: exe, ORT (a wheel's stem, or a folder of its DLLs) and its VC++ runtime
+    beside it, each pack in its own folder."""
     app.mkdir(parents=True)
     os.link(exe, app / exe.name)
-    for dll in (extracted(ort) / "onnxruntime" / "capi").glob("*.dll"):
+    core = ort if isinstance(ort, Path) else extracted(ort) / "onnxruntime" / "capi"
+    for dll in core.glob("*.dll"):
         os.link(dll, app / dll.name)
     for name in ORT_VC_RUNTIME:
         os.link(vc_dll(name), app / name)
@@ -418,3 +423,165 @@ def test_each_pack_refuses_an_ort_below_its_minimum(
                 assert len(lines) == 1 and lines[0].startswith(f"failed {registration}: "), result
                 assert lines[0].endswith(refusals[name].format(v=version, api=api)), result
         assert result.returncode == 3, result
+
+
+# --- the pack x core proof (issue 40) --------------------------------------------------------
+
+# Rows of manifests/ep-matrix.toml rerun here: a CUDA core and a DirectML core older than
+# 1.31.1, each with every pack, and a core that two packs refuse. The proof tool
+# (tools/evidence/ep_matrix.py) ran every row once, one process a pair; here each core takes
+# all the packs in one process, and every pack's outcome must be the recorded one.
+RERUN = ("ort-1.24.4-gpu-cuda12", "ort-1.24.4-directml", "ort-1.23.0-directml")
+
+
+def core(profile: str) -> Path:
+    """The profile's onnxruntime.dll and the DLLs beside it, as the test cache holds them."""
+    folder = core_folder(core_source(load_profile(profile))[1], test_cache_dir(), download=False)
+    require(folder is not None, f"{profile}'s core: run python -m tools.testing.fetch_test_wheels")
+    assert folder is not None
+    return folder
+
+
+def recorded(result: Run, registration: str) -> tuple[str, str]:
+    """A pack's outcome in one run, as the proof records it: ("registered", "") or
+    ("refused", ORT's message)."""
+    for line in result.lines:
+        if line == f"registered {registration}":
+            return "registered", ""
+        if line.startswith(f"failed {registration}: "):
+            return "refused", line.removeprefix(f"failed {registration}: ")
+    return "crashed", ""
+
+
+@pytest.fixture(scope="module")
+def reruns(
+    ep_wine: DisplayWine,
+    standins: Path,
+    ep_register: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[dict[str, Run]]:
+    """Each RERUN core with every pack, in the prefix with dxcore.dll too (Windows 10 2004 has
+    it, Wine 8.0 not; ORT 1.22 and later DirectML and GPU builds load it)."""
+    with (
+        scratch(tmp_path_factory, "ep-reruns") as root,
+        ep_wine.drivers_installed([standins / "dxcore" / "dxcore.dll"]),
+    ):
+        runs = {}
+        for profile in RERUN:
+            folder = lay_out(root / profile, ep_register, core(profile))
+            runs[profile] = run(ep_wine, folder / "ep_register.exe", *register_args(folder, *PACKS))
+        yield runs
+
+
+@pytest.mark.parametrize("profile", RERUN)
+def test_an_older_core_registers_each_pack_as_the_proof_recorded(
+    reruns: dict[str, Run], profile: str
+) -> None:
+    result = reruns[profile]
+    version = release_of(profile)
+    assert result.lines[0] == f"ort {version} api {version.split('.')[1]}", result
+    for name, pack in PACKS.items():
+        proof = pair_proof(profile, name)
+        assert proof is not None and proof.outcome in ("registered", "refused"), (profile, name)
+        outcome = recorded(result, pack["registration_name"])
+        assert outcome == (proof.outcome, proof.message), result
+        # and what min_ort says, independently of the proof file
+        assert (outcome[0] == "registered") == (
+            release(release_of(profile)) >= release(pack["min_ort"])
+        )
+    assert result.loader.missing == (), result
+
+
+def release_of(profile: str) -> str:
+    return profile.split("-")[1]
+
+
+# --- the doctor: the ORT that really loads, beside each pack's minimum (issue 40) ------------
+
+OLD_ORT = "onnxruntime-1.23.2-cp311-cp311-win_amd64"  # manifests/profiles/ort-1.23.2-cpu.toml
+
+
+def doctor(wine: DisplayWine, app: Path) -> tuple[list[str], dict[str, object]]:
+    """The doctor's text report's header and its --json document, run from the prefix's C:\\
+    (not the app's folder: the current folder is on the search path too)."""
+    exe = app / "bundle-doctor.exe"
+    text = wine.program(exe, cwd=wine.prefix / "drive_c", overrides=OVERRIDES, timeout=300)
+    document = wine.program(
+        exe, "--json", cwd=wine.prefix / "drive_c", overrides=OVERRIDES, timeout=300
+    )
+    assert document.stdout.startswith("{"), (document.returncode, document.stderr[-3000:])
+    return text.stdout.split("\n\n", 1)[0].splitlines(), json.loads(document.stdout)
+
+
+@pytest.fixture(scope="module")
+def shadowed(
+    ep_wine: DisplayWine, app: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[tuple[list[str], dict[str, object]], tuple[list[str], dict[str, object]]]]:
+    """The doctor of the bundle with every pack, with ORT 1.23.2's onnxruntime.dll in System32:
+    first as built (the app's folder comes first in the search order: its own ORT loads), then
+    with the bundle's onnxruntime.dll gone (the app would get System32's)."""
+    older = extracted(OLD_ORT) / "onnxruntime" / "capi" / "onnxruntime.dll"
+    with ep_wine.drivers_installed([older]):
+        present = doctor(ep_wine, app)
+        copy = linked_copy(app, tmp_path_factory.mktemp("ep-no-ort") / "app")
+        (copy / "onnxruntime.dll").unlink()
+        yield present, doctor(ep_wine, copy)
+
+
+def test_the_doctor_prints_the_ort_it_loads_by_name_beside_each_pack_minimum(
+    shadowed: tuple[tuple[list[str], dict[str, object]], tuple[list[str], dict[str, object]]],
+    app: Path,
+) -> None:
+    lines, document = shadowed[0]
+    own = windows_path(app / "onnxruntime.dll")
+    assert f"ONNX Runtime 1.31.1 loaded by name from {own} (the bundle's: 1.31.1)" in lines, lines
+    for pack in PACKS.values():
+        minimum = pack["min_ort"]
+        assert (
+            f"EP pack {pack['name']}: needs ONNX Runtime {minimum} or newer; 1.31.1 meets it"
+            in (lines)
+        ), lines
+    assert document["ort"] == {"bundle": "1.31.1", "loaded": "1.31.1", "from": own}
+    assert document["eps"] == [
+        {"name": pack["name"], "min_ort": pack["min_ort"], "loaded_meets_minimum": True}
+        for pack in PACKS.values()
+    ]
+
+
+def test_the_doctor_loads_no_ort_with_gpu_only(ep_wine: DisplayWine, app: Path) -> None:
+    """--gpu-only (the installer, before it copies) loads nothing: no ORT line, nulls."""
+    exe = app / "bundle-doctor.exe"
+    cwd = ep_wine.prefix / "drive_c"
+    text = ep_wine.program(exe, "--gpu-only", cwd=cwd, overrides=OVERRIDES, timeout=300)
+    assert not [line for line in text.stdout.splitlines() if line.startswith(("ONNX", "EP pack"))]
+    document = json.loads(
+        ep_wine.program(exe, "--gpu-only", "--json", cwd=cwd, overrides=OVERRIDES).stdout
+    )
+    assert document["ort"] == {"bundle": "1.31.1", "loaded": None, "from": None}
+    assert {pack["loaded_meets_minimum"] for pack in document["eps"]} == {None}
+
+
+def test_the_doctor_names_a_system32_ort_the_app_would_load_and_the_packs_it_refuses(
+    shadowed: tuple[tuple[list[str], dict[str, object]], tuple[list[str], dict[str, object]]],
+) -> None:
+    lines, document = shadowed[1]
+    system32 = "C:\\windows\\system32\\onnxruntime.dll"
+    assert [line for line in lines if line.startswith("ONNX Runtime")] == [
+        f"ONNX Runtime 1.23.2 loaded by name from {system32} (the bundle's: 1.31.1)"
+    ], lines
+    for pack in PACKS.values():
+        minimum = pack["min_ort"]
+        verdict = (
+            "1.23.2 meets it"
+            if release("1.23.2") >= release(minimum)
+            else ("1.23.2 is older: ORT refuses it")
+        )
+        assert f"EP pack {pack['name']}: needs ONNX Runtime {minimum} or newer; {verdict}" in (
+            lines
+        ), lines
+    found = {item["code"]: item for item in document["findings"]}  # type: ignore[attr-defined]
+    assert "onnxruntime.dll is missing from the folder" in found["BA806"]["message"]
+    assert found["BA807"]["message"] == (
+        f"onnxruntime.dll (loaded by name, as the app loads it, from {system32}) is ONNX "
+        "Runtime 1.23.2; the bundle was built for 1.31.1"
+    )

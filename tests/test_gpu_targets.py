@@ -117,7 +117,7 @@ def test_the_data_file_ends_with_the_digest_of_everything_before() -> None:
     body, _, last = text.rstrip("\n").rpartition("\n")
     assert last == "end\t" + hashlib.sha256((body + "\n").encode()).hexdigest()
     lines = body.split("\n")
-    assert lines[0] == "bundle-doctor-data\t1"
+    assert lines[0] == "bundle-doctor-data\t2"
     records = [line.split("\t") for line in lines]
     assert ["ort", "1.19.2"] in records
     assert ["driver", "nvcuda.dll", "12", "527.41"] in records

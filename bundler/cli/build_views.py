@@ -124,14 +124,22 @@ def pruning_lines(pruning: Pruning, dry_run: bool) -> list[str]:
 
 
 def pack_lines(result: BuildResult) -> list[str]:
-    """Each execution-provider pack: where it goes, its size, what the app registers."""
+    """Each execution-provider pack: where it goes, its size, what the app registers, and a
+    note where the pack x core proof has not registered it with this ORT."""
     verb = "would add" if result.dry_run else "added"
-    return [
-        f"  EP pack {pack.name} ({pack.package} {pack.version}) {verb} "
-        f"{pack.plugin.rsplit('/', 1)[0]}/, {human_size(pack.size)}: register {pack.plugin} "
-        f'as "{pack.registration_name}" (ORT >= {pack.min_ort})'
-        for pack in result.lock.eps
-    ]
+    lines = []
+    for pack in result.lock.eps:
+        lines.append(
+            f"  EP pack {pack.name} ({pack.package} {pack.version}) {verb} "
+            f"{pack.plugin.rsplit('/', 1)[0]}/, {human_size(pack.size)}: register {pack.plugin} "
+            f'as "{pack.registration_name}" (ORT >= {pack.min_ort})'
+        )
+        if pack.proof != "registered":
+            lines.append(
+                f"  note: {pack.name} has not been registered with this profile's ORT under "
+                f"Wine ({pack.proof_note}); the pack x core proof is manifests/ep-matrix.toml"
+            )
+    return lines
 
 
 def pruning_json(pruning: Pruning | None) -> dict[str, object] | None:

@@ -97,6 +97,11 @@ class LockedEp:
     needs: str = ""
     min_compute_capability: str | None = None
     min_driver: str | None = None
+    # The pack x core proof of this pack with the profile's onnxruntime.dll
+    # (manifests/ep-matrix.toml): "registered", "not-run" or "" (no row: a profile of the
+    # user's own); proof_note says why where it is not "registered".
+    proof: str = ""
+    proof_note: str = ""
 
     @property
     def folder(self) -> str:

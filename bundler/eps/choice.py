@@ -1,7 +1,9 @@
 """Decide layer: which execution-provider packs a build ships (`bundle build --ep NAME`, or
 bundle.toml's `[build] eps`), checked before any work: every name a shipped pack (exit 14, with
 the closest name), the profile's ORT release at or above each pack's minimum (exit 25: ORT
-would refuse to register the pack on the target), and the profile's machine the pack's (exit 5).
+would refuse to register the pack on the target), the pair not recorded as refused or crashed by
+the pack x core proof (manifests/ep-matrix.toml, exit 25 with the recorded reason), and the
+profile's machine the pack's (exit 5).
 A refusal names where the pack was asked for: its flag or bundle.toml's key."""
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from bundler.config.options import CONFIG, Options
-from bundler.errors import ConfigError, EpOrtTooOldError, MachineMismatchError
+from bundler.errors import ConfigError, EpOrtTooOldError, EpPairFailedError, MachineMismatchError
 
 if TYPE_CHECKING:  # the packs' manifests are read only when a build asks for a pack
     from bundler.eps.plugins import EpPack
@@ -37,6 +39,7 @@ def chosen_packs(
             raise ConfigError(f"{where}: {exc.message}") from None
         _check_machine(pack, where, profile, architecture)
         _check_ort(pack, where, profile, ort)
+        _check_proof(pack, where, profile)
         packs.append(pack)
     return tuple(packs)
 
@@ -60,6 +63,20 @@ def _check_ort(pack: EpPack, where: str, profile: str, ort: str | None) -> None:
             f"{profile} pins {ort}; its factory would refuse to register. Build with a profile "
             f"of ORT {pack.min_ort} or newer (bundle profiles lists them), or drop the pack. "
             "Nothing was written."
+        )
+
+
+def _check_proof(pack: EpPack, where: str, profile: str) -> None:
+    from bundler.eps.matrix import pair_proof
+
+    proof = pair_proof(profile, pack.name)
+    if proof is not None and proof.failed:
+        happened = "was refused" if proof.outcome == "refused" else "crashed"
+        raise EpPairFailedError(
+            f"{where}: registering the pack with profile {profile}'s onnxruntime.dll (ORT "
+            f"{proof.ort}) under Wine {happened}: {proof.message} (the pack x core proof, "
+            "manifests/ep-matrix.toml); the target would fail the same way. Build with another "
+            "profile (bundle profiles lists them), or drop the pack. Nothing was written."
         )
 
 

@@ -20,7 +20,9 @@ from bundler.render.engine import write_text
 from bundler.target.system import load_system_policy
 
 FORMAT = "bundle-doctor-data"
-FORMAT_VERSION = 1
+# 2 since issue 40: the ep record gained a field (the pack's min_ort); a new record kind
+# needs no new version, a record of another shape does (doctor/README.md).
+FORMAT_VERSION = 2
 # What the doctor reports: the lock's file checks, the installed runtime pack, the GPU findings
 # and its own codes.
 DOCTOR_CHECKS = ("BA401", "BA402", "BA406", "BA701", "BA702", *DOCTOR_CODES)
@@ -90,7 +92,8 @@ def _records(lock: Lock) -> Iterator[tuple[str, ...]]:
     for pack in lock.eps:  # the doctor judges each on the target (--eps, BA811-BA813)
         cc, floor = pack.min_compute_capability or "-", pack.min_driver or "-"
         # "ep" since issue 39 ("pack" before it: the doctor reads both)
-        yield "ep", pack.name, pack.folder, pack.plugin, pack.probe, cc, floor, pack.needs
+        record = (pack.name, pack.folder, pack.plugin, pack.probe, cc, floor, pack.needs)
+        yield "ep", *record, pack.min_ort  # the doctor prints it beside the ORT that loads
     if lock.runtime_pack is not None:  # the doctor compares it with bundle-pack.txt (BA406)
         yield "runtime_pack", lock.runtime_pack.sha256
 

@@ -29,6 +29,7 @@ from bundler.target.profiles import Artifact, Profile, dll_key
 from bundler.target.system import SystemPolicy
 
 if TYPE_CHECKING:
+    from bundler.eps.matrix import PairProof
     from bundler.eps.plugins import EpPack
 
 ORT_DLL = "onnxruntime.dll"
@@ -150,8 +151,13 @@ def require_pack_closure(
         )
 
 
-def locked_packs(packs: Sequence[EpPack], placed: Sequence[Placed]) -> tuple[LockedEp, ...]:
-    """The lock's record of each pack: what the app registers, where, and its size here."""
+def locked_packs(
+    packs: Sequence[EpPack], placed: Sequence[Placed], profile: str
+) -> tuple[LockedEp, ...]:
+    """The lock's record of each pack: what the app registers, where, its size here, and what
+    the pack x core proof recorded for it beside `profile`'s ORT."""
+    from bundler.eps.matrix import pair_proof
+
     sizes: dict[str, int] = {}
     for placement, source in placed:
         if source.kind == EP_KIND:
@@ -171,6 +177,14 @@ def locked_packs(packs: Sequence[EpPack], placed: Sequence[Placed]) -> tuple[Loc
             needs=pack.hardware.needs,
             min_compute_capability=pack.hardware.min_compute_capability,
             min_driver=pack.hardware.min_driver,
+            **_proof(pair_proof(profile, pack.name)),
         )
         for pack in packs
     )
+
+
+def _proof(proof: PairProof | None) -> dict[str, str]:
+    if proof is None:
+        return {"proof": "", "proof_note": "no row in manifests/ep-matrix.toml"}
+    note = "" if proof.outcome == "registered" else proof.message
+    return {"proof": proof.outcome, "proof_note": note}

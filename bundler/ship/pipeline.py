@@ -275,9 +275,8 @@ def _deploy(staged: Staged) -> BuildResult:
     hashes = placement_hashes(placed, out, previous, cache, counters)
     require_pins(placed, hashes)  # an EP pack's files against their manifest's SHA-256
     lock = with_gpu_code(_lock(plan, profile, mode, placed, hashes, options), placed, previous)
-    lock = replace(
-        with_pruning(lock, staged.pruning), eps=locked_packs(staged.checked.packs, placed)
-    )
+    packs = locked_packs(staged.checked.packs, placed, profile.name)
+    lock = replace(with_pruning(lock, staged.pruning), eps=packs)
     lock = replace(lock, runtime_pack=runtime_pack(lock.files))
     if options.locked:
         require_as_locked(out / LOCK_NAME, previous, lock)

@@ -33,7 +33,8 @@ PROVIDER = "onnxruntime_providers_cuda.dll"
 PROVIDER_1_22_0 = {PROVIDER: (("sm_52", "sm_61", "sm_75", "sm_86", "sm_89"), ("sm_90",))}
 # The catalogue rows the product writes: code, severity, name, title.
 # The three packs of manifests/eps/ as ep records: name, folder, plugin, probe, minimum
-# compute capability, minimum driver, needs (the folder, plugin and needs as in the manifests).
+# compute capability, minimum driver, needs, minimum ORT (the folder, plugin, needs and
+# minimum ORT as in the manifests).
 NV_PACK = (
     "nv-tensorrt-rtx",
     "ep/nv_tensorrt_rtx",
@@ -43,6 +44,7 @@ NV_PACK = (
     "580.88",
     "an NVIDIA GPU of compute capability >= 8.0 (Ampere or newer) and a driver for CUDA 13 "
     "(>= 580.88)",
+    "1.24",
 )
 OPENVINO_PACK = (
     "openvino",
@@ -53,6 +55,7 @@ OPENVINO_PACK = (
     "-",
     "an Intel CPU; for GPU an Intel GPU with its OpenCL driver (OpenCL.dll); for NPU an Intel "
     "NPU with its driver (ze_loader.dll)",
+    "1.23",
 )
 WEBGPU_PACK = (
     "webgpu",
@@ -62,6 +65,7 @@ WEBGPU_PACK = (
     "-",
     "-",
     "a GPU with a Direct3D 12 driver (D3D12 adapter)",
+    "1.24.4",
 )
 PACKS = (NV_PACK, OPENVINO_PACK, WEBGPU_PACK)
 CHECKS = tuple(

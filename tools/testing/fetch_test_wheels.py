@@ -6,7 +6,9 @@ manifests/profiles/ (TESTED), so the tests use exactly what the profiles promise
 `bundle profiles new` is tested on), `ep_wheels()` the execution-provider packs pinned in
 manifests/eps/ (issue 31). Wheels go to <cache>/wheels, DLLs and licence files to
 <cache>/extracted/<wheel stem>/ (every file of an EP pack's wheel: a pack needs its data files
-too); a `.complete` marker makes re-runs free.
+too); a `.complete` marker makes re-runs free. Of the profiles in CORE_ONLY only the core is
+kept (onnxruntime.dll and the DLLs beside it that registering an EP pack needs), under
+<cache>/cores/<wheel stem>/, and their wheel is deleted.
 
     python -m tools.testing.fetch_test_wheels [--cache DIR] [--search-args PROFILE]
 
@@ -30,7 +32,7 @@ from pathlib import Path
 from bundler.acquire.sources import pip_download
 from bundler.disk.digest import file_sha256
 from bundler.errors import BundleError
-from bundler.target.profiles import PipSource, available_profiles, load_profile
+from bundler.target.profiles import PipSource, Profile, available_profiles, dll_key, load_profile
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -160,6 +162,56 @@ def dll_folder(extracted_wheel: Path) -> Path:
     return max(sorted(counts), key=lambda folder: counts[folder])
 
 
+# Profiles of which the tests need only the core: onnxruntime.dll and the DLLs a bundle ships
+# beside it that registering a pack needs (onnxruntime_providers_shared.dll, which ORT before
+# 1.23 loads for it; the DirectML flavour's DirectML.dll). tests/test_ep_packs_wine.py registers
+# the packs with a CUDA core older than 1.31.1 (issue 40); tools/evidence/ep_matrix.py fetches
+# every other core the same way. The wheel (hundreds of MB) is deleted once they are out.
+CORE_ONLY = ("ort-1.24.4-gpu-cuda12",)
+ORT_DLL = "onnxruntime.dll"
+CORE_DLLS = (ORT_DLL, "onnxruntime_providers_shared.dll", "DirectML.dll")
+
+
+def core_source(profile: Profile) -> tuple[str, PipSource]:
+    """The release and the pinned wheel of the artifact that provides onnxruntime.dll."""
+    for artifact in profile.artifacts:
+        if any(dll_key(name) == dll_key(ORT_DLL) for name in artifact.provides):
+            pins = [source for source in artifact.sources if isinstance(source, PipSource)]
+            return artifact.version, pins[0]
+    raise SystemExit(f"{profile.name}: no artifact provides {ORT_DLL}")
+
+
+def core_folder(source: PipSource, cache: Path, download: bool = True) -> Path | None:
+    """A folder holding the core's DLLs: the test cache's extraction, else <cache>/cores/,
+    else fetched now (one wheel, deleted once its DLLs are out); None when not here and not to
+    be downloaded."""
+    stem = source.wheel.removesuffix(".whl")
+    extracted = cache / "extracted" / stem / "onnxruntime" / "capi"
+    if (extracted / ORT_DLL).is_file() and (cache / "extracted" / stem / ".complete").is_file():
+        return extracted
+    ours = cache / "cores" / stem
+    if (ours / ORT_DLL).is_file():
+        return ours
+    if not download:
+        return None
+    ours.parent.mkdir(parents=True, exist_ok=True)
+    print(f"  pip download {source.package}=={source.version}", flush=True)
+    with tempfile.TemporaryDirectory(dir=ours.parent) as scratch:
+        wheel = pip_download(source, Path(scratch))
+        staging = Path(scratch) / "dlls"
+        staging.mkdir()
+        wanted = {name.lower() for name in CORE_DLLS}
+        with zipfile.ZipFile(wheel) as archive:
+            for member in archive.infolist():  # wherever the wheel keeps them (capi/ mostly)
+                if member.filename.rsplit("/", 1)[-1].lower() in wanted:
+                    (staging / member.filename.rsplit("/", 1)[-1]).write_bytes(archive.read(member))
+        wheel.unlink()
+        if not (staging / ORT_DLL).is_file():
+            raise SystemExit(f"{source.wheel} holds no {ORT_DLL}")
+        staging.rename(ours)
+    return ours
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path, default=default_cache())
@@ -176,6 +228,8 @@ def main() -> None:
         folder = extract(download(source, wheels), extracted, everything)
         folders[source.wheel] = dll_folder(folder)
         print(f"ok {source.wheel} -> {folders[source.wheel]}", file=log, flush=True)
+    for name in CORE_ONLY:
+        print(f"ok {name}'s core -> {core_folder(core_source(load_profile(name))[1], args.cache)}")
     if args.search_args:
         profile = load_profile(args.search_args)
         wanted = [s.wheel for a in profile.artifacts for s in a.sources if isinstance(s, PipSource)]
