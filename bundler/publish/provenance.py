@@ -65,17 +65,19 @@ def external_parameters(lock: Lock, app_sha256: str | None) -> dict[str, Any]:
 
 
 def dependencies(lock: Lock) -> list[dict[str, Any]]:
-    """Every pinned artifact once (by its archive's hash), then every local file, by name."""
-    pinned: dict[tuple[str, str], dict[str, Any]] = {}
+    """Every pinned archive once (a licence file shares its artifact's archive), then every
+    file from a local folder, by name."""
+    uris = {item.archive_sha256: pinned_uri(item) for item in lock.files if pinned_uri(item)}
+    pinned: dict[str, dict[str, Any]] = {}
     local: list[dict[str, Any]] = []
     for item in lock.files:
         if item.kind in _OWN:
             continue
-        uri = pinned_uri(item)
+        uri = uris.get(item.archive_sha256) if item.archive_sha256 else None
         if uri is not None and item.archive_sha256:
             entry = {"uri": uri, "digest": {"sha256": item.archive_sha256}}
-            pinned.setdefault((uri, item.archive_sha256), {**entry, "name": item.artifact or uri})
-        else:
+            pinned.setdefault(item.archive_sha256, {**entry, "name": item.artifact or uri})
+        elif item.archive_sha256 is None:
             local.append(_local(item))
     ordered = sorted(pinned.values(), key=lambda entry: (entry["uri"], entry["digest"]["sha256"]))
     return [*ordered, *sorted(local, key=lambda entry: entry["name"])]
