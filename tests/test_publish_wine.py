@@ -1,0 +1,92 @@
+r"""The winget manifest's switches, proved with the real setup (issue 41): examples/hello's CPU
+bundle with `install_scope = "{scope}"` compiled by the real ISCC under Wine, published, then
+installed silently once per installer of the manifest with exactly its switches (Silent plus
+the scope's Custom). Each install must succeed, Wine's registry must then hold the uninstall
+key the manifest names as its product code, in the scope's hive, and the folder that key points
+to must audit clean. The shared `inno` prefix and the CPU cache keep it to about a minute.
+
+Two scripts: `install_scope = "{scope}"` (PrivilegesRequiredOverridesAllowed=commandline: two
+installers, /ALLUSERS and /CURRENTUSER) and `"user"` (one user installer, no switch). The "ask"
+script's /CURRENTUSER install is not run here: its DefaultDirName is {autopf}, which a per-user
+install expands to the user's program folder (FOLDERID_UserProgramFiles), and Wine cannot
+expand it (the setup log: 'Failed to expand shell folder constant "autopf"'); the "user"
+script installs into {localappdata}\Programs instead, which Wine has (docs/publishing.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import bundle_from_cache, hello_app, run_bundle
+from tests.support.inno import InnoSetup, read_setup_log
+
+UNINSTALL = r"Software\Microsoft\Windows\CurrentVersion\Uninstall"
+HIVES = {"machine": "HKLM", "user": "HKCU"}
+CONFIG = """[build]
+exe = "hello.exe"
+profile = "ort-1.19.2-cpu"
+out = "dist"
+
+[render]
+compression = "zip/1"
+install_scope = "{scope}"
+
+[publish]
+package_id = "Example.Hello"
+license = "MIT"
+short_description = "Says which ONNX Runtime it loads."
+url = "https://example.com/releases/{version}/{name}"
+"""
+
+
+def install_location(inno: InnoSetup, key: str) -> str | None:
+    """The uninstall key's InstallLocation (a REG_SZ), None without the key."""
+    done = inno.program("reg", "query", key, "/v", "InstallLocation", "/reg:64", timeout=60)
+    for line in done.stdout.splitlines():
+        name, _, rest = line.strip().partition("    ")
+        if name == "InstallLocation" and "REG_SZ" in rest:
+            return rest.split("REG_SZ", 1)[1].strip()
+    return None
+
+
+@pytest.mark.parametrize(("scope", "scopes", "run"), [
+    ("ask", {"machine", "user"}, {"machine"}), ("user", {"user"}, {"user"})
+])  # fmt: skip
+def test_each_scope_installs_with_the_manifest_switches_under_its_product_code(
+    inno: InnoSetup, cpu_cache: Path, tmp_path: Path, scope: str, scopes: set[str], run: set[str]
+) -> None:
+    app = hello_app(tmp_path / "app", CONFIG.replace("{scope}", scope))
+    built = bundle_from_cache(
+        "build", "--config", str(app / "bundle.toml"), "--cache-dir", str(cpu_cache)
+    )
+    assert built.returncode == 0, built.stderr
+    dist = app / "dist"
+    inno.compile(dist / "setup.iss", dist / "Output").check()
+    done = run_bundle("publish", str(dist), "--config", str(app / "bundle.toml"), "--json")
+    assert done.returncode == 0, done.stderr
+    release = Path(json.loads(done.stdout)["out"])
+    folder = release / "winget" / "Example.Hello"
+    manifest = yaml.safe_load((folder / "Example.Hello.installer.yaml").read_text())
+    code = manifest["ProductCode"]
+    assert {i["Scope"] for i in manifest["Installers"]} == scopes
+    setup = release / json.loads(done.stdout)["winget"]["setup"]
+    for installer in (i for i in manifest["Installers"] if i["Scope"] in run):
+        switches = installer["InstallerSwitches"]
+        args = [*switches["Silent"].split(), *filter(None, [switches.get("Custom")])]
+        key = rf"{HIVES[installer['Scope']]}\{UNINSTALL}\{code}"
+        log = tmp_path / f"{installer['Scope']}.log"
+        ran = inno.program(setup, *args, f"/LOG={inno.windows_path(log)}", cwd=release, timeout=600)
+        text = read_setup_log(log) if log.is_file() else ""
+        assert ran.returncode == 0, (installer["Scope"], ran.stdout, ran.stderr, text)
+        location = install_location(inno, key)
+        assert location, f"no uninstall key {key} after the {installer['Scope']} install"
+        installed = inno.unix_path(location)
+        try:
+            audit = run_bundle("audit", str(installed), "--json")
+            assert audit.returncode == 0, audit.stdout + audit.stderr
+        finally:
+            inno.uninstall(installed)
+        assert install_location(inno, key) is None  # the uninstaller removed its key
