@@ -73,10 +73,10 @@ def publish(
     SHA256SUMS, an in-toto provenance statement, an SPDX SBOM beside the CycloneDX one, and
     winget manifests of a single-file setup."""
     from bundler.config.settings import source_date
-    from bundler.publish.provenance import DEFAULT_BUILDER
     from bundler.publish.publisher import PublishRequest
     from bundler.publish.publisher import publish as write_release
     from bundler.publish.release import read_release
+    from bundler.publish.slsa import DEFAULT_BUILDER
     from bundler.target.profiles import load_profile
 
     settings = _settings(config, dist)
@@ -186,7 +186,7 @@ def verify(
     SHA256SUMS, and its dependencies against the lock's pins (exit 26 names what differs)."""
     from bundler.errors import InputFileError
     from bundler.publish.checksums import SUMS_NAME
-    from bundler.publish.provenance import STATEMENT_NAME
+    from bundler.publish.slsa import STATEMENT_NAME
     from bundler.publish.verify import verify as check
 
     first = files[0]

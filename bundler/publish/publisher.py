@@ -22,8 +22,9 @@ from bundler.disk import files
 from bundler.disk.digest import file_sha256
 from bundler.errors import ConfigError, ConflictError, OutputError
 from bundler.publish.checksums import SUMS_NAME, render_sums
-from bundler.publish.provenance import STATEMENT_NAME, statement
-from bundler.publish.release import CDX_NAME, Release, SetupScript
+from bundler.publish.release import CDX_NAME, Release
+from bundler.publish.scripts import SetupScript
+from bundler.publish.slsa import STATEMENT_NAME, statement
 from bundler.publish.spdx import SPDX_NAME, spdx_document
 from bundler.publish.winget import WingetInfo, manifests
 from bundler.render.sbom import sbom_document

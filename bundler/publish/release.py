@@ -1,6 +1,7 @@
-"""Read layer: what a release publishes, read from a built bundle folder: its lock, the setup
-scripts that were compiled (their [Setup] directives), the compiled setups with their slices,
-the archives, the CycloneDX SBOM and the shipped licence texts.
+"""Act layer: what a release publishes, read from a built bundle folder: its lock (through
+bundler.closure.lockfile), the setup scripts that were compiled (their [Setup] directives), the
+compiled setups with their slices, the archives, the CycloneDX SBOM and the shipped licence
+texts.
 
 The compiled setups are found by name: each script's OutputBaseFilename gives its setup
 `BASE.exe` and slices `BASE-*.bin` in the setups folder (ISCC's default `Output/` beside the
@@ -15,24 +16,11 @@ from pathlib import Path
 from bundler.closure.lock import LOCK_NAME, Lock
 from bundler.closure.lockfile import read_lock
 from bundler.errors import InputFileError
+from bundler.publish.scripts import SetupScript, setup_directives
 
 SCRIPTS = ("setup.iss", "setup-web.iss")  # the app's setups: full (or plain) and web
 ARCHIVE_SUFFIXES = (".zip", ".7z")
 CDX_NAME = "bundle.cdx.json"
-
-
-@dataclass(frozen=True)
-class SetupScript:
-    """A compiled Inno Setup script: its [Setup] directives (keys folded to lower case) and
-    the setup it produced with its slices, where the setups folder holds them."""
-
-    name: str
-    directives: dict[str, str]
-    setup: Path | None
-    slices: tuple[Path, ...] = ()
-
-    def directive(self, key: str) -> str | None:
-        return self.directives.get(key.lower())
 
 
 @dataclass(frozen=True)
@@ -95,21 +83,11 @@ def _script(path: Path, setups: tuple[Path, ...]) -> SetupScript:
 
 
 def read_directives(path: Path) -> dict[str, str]:
-    """The `Key=Value` lines of a script's [Setup] section, keys in lower case (Inno's
-    directive names are case-insensitive); comments and ISPP lines are skipped."""
     try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputFileError(f"{path}: cannot read the setup script: {exc}.") from None
-    directives: dict[str, str] = {}
-    section = ""
-    for line in (raw.strip() for raw in lines):
-        if line.startswith("[") and line.endswith("]"):
-            section = line[1:-1].lower()
-        elif section == "setup" and "=" in line and not line.startswith((";", "#", "//")):
-            key, _, value = line.partition("=")
-            directives[key.strip().lower()] = value.strip()
-    return directives
+    return setup_directives(text)
 
 
 def licence_texts(dist: Path, lock: Lock) -> dict[str, str]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from bundler import __version__
 from bundler.closure.lock import Lock, LockedFile
-from bundler.publish.provenance import pinned_uri
+from bundler.publish.slsa import pinned_uri
 from bundler.target.profiles import Artifact, Profile
 
 SPDX_NAME = "bundle.spdx.json"

@@ -1,6 +1,6 @@
-"""Read/decide layer: `bundle verify`, the user's check of a download: each file's SHA-256
-against SHA256SUMS; the provenance statement's subjects against SHA256SUMS; and, with a lock at
-hand (the file, or inside the bundle's .zip or .7z), the statement's dependencies against the
+"""Act layer: `bundle verify`, the user's check of a download: each file's SHA-256 against
+SHA256SUMS; the provenance statement's subjects against SHA256SUMS; and, with a lock at hand
+(the file, or unpacked from the bundle's .zip or .7z), the statement's dependencies against the
 lock's pins. The first difference is a VerifyError naming the file or the artifact.
 
 It checks content, not who signed it: the signature of an attestation is Sigstore's to check
@@ -22,8 +22,8 @@ from bundler.closure.lockfile import read_lock
 from bundler.disk.digest import file_sha256
 from bundler.errors import InputFileError, VerifyError
 from bundler.publish.checksums import SUMS_NAME, parse_sums
-from bundler.publish.provenance import STATEMENT_NAME, STATEMENT_TYPE, dependencies, dependency_keys
 from bundler.publish.release import ARCHIVE_SUFFIXES
+from bundler.publish.slsa import STATEMENT_NAME, STATEMENT_TYPE, dependencies, dependency_keys
 
 
 @dataclass

@@ -21,7 +21,7 @@ from typing import Any
 
 from bundler.closure.lock import Lock
 from bundler.errors import ConfigError
-from bundler.publish.release import SetupScript
+from bundler.publish.scripts import SetupScript
 
 MANIFEST_VERSION = "1.12.0"
 SCHEMA_URL = "https://aka.ms/winget-manifest.{kind}.1.12.0.schema.json"
