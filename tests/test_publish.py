@@ -210,3 +210,19 @@ def test_verify_names_the_dependency_that_differs_from_the_lock(tmp_path: Path) 
         "verify", setup, "--statement", str(statement), "--lock", str(archive_7z)
     )
     assert untouched.returncode == ExitCode.VERIFY_FAILED
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "named"),
+    [("--package-id", "Hello", "package_id 'Hello'"), ("--short-description", "Hi", "3 to 256"),
+     ("--url", "ftp://example.com/{name}", "http(s)://")],
+)  # fmt: skip
+def test_a_value_winget_would_refuse_is_refused_first(
+    tmp_path: Path, flag: str, value: str, named: str
+) -> None:
+    dist = built_bundle(tmp_path)
+    given = {**dict(zip(WINGET[::2], WINGET[1::2], strict=True)), URL[0]: URL[1], flag: value}
+    refused = run_bundle("publish", str(dist), *(part for pair in given.items() for part in pair))
+    assert refused.returncode == ExitCode.CONFIG, refused.stderr
+    assert named in refused.stderr and refused.stderr.count("\n") == 1
+    assert not (dist / "release").exists()

@@ -22,9 +22,11 @@ import yaml
 
 from tests.conftest import bundle_from_cache, hello_app, run_bundle
 from tests.support.inno import InnoSetup, read_setup_log
+from tests.support.releases import sha256sum_check
 
 UNINSTALL = r"Software\Microsoft\Windows\CurrentVersion\Uninstall"
 HIVES = {"machine": "HKLM", "user": "HKCU"}
+SETUP_NAME = "hello-1.0.0.0-setup.exe"  # examples/hello: ProductName hello, FileVersion 1.0.0.0
 CONFIG = """[build]
 exe = "hello.exe"
 profile = "ort-1.19.2-cpu"
@@ -68,6 +70,10 @@ def test_each_scope_installs_with_the_manifest_switches_under_its_product_code(
     done = run_bundle("publish", str(dist), "--config", str(app / "bundle.toml"), "--json")
     assert done.returncode == 0, done.stderr
     release = Path(json.loads(done.stdout)["out"])
+    assert SETUP_NAME in sha256sum_check(release)  # the real setup, listed and intact
+    verified = run_bundle("verify", str(release), "--json")
+    assert verified.returncode == 0, verified.stderr
+    assert json.loads(verified.stdout)["dependencies"] == 2  # the onnxruntime and msvc wheels
     folder = release / "winget" / "Example.Hello"
     manifest = yaml.safe_load((folder / "Example.Hello.installer.yaml").read_text())
     code = manifest["ProductCode"]

@@ -113,7 +113,7 @@ def _settings(config: Path | None, dist: Path) -> PublishSettings:
 
 def _winget(values: dict[str, str | None]) -> WingetInfo | None:
     from bundler.errors import ConfigError
-    from bundler.publish.winget import WingetInfo
+    from bundler.publish.winget import WingetInfo, check_info
 
     if not values["package_id"]:
         return None
@@ -125,10 +125,10 @@ def _winget(values: dict[str, str | None]) -> WingetInfo | None:
             f"winget manifests for {values['package_id']} need {flags} (or [publish] "
             f"{', '.join(missing)} in bundle.toml): bundle cannot know them."
         )
-    return WingetInfo(
+    return check_info(WingetInfo(
         str(values["package_id"]), str(values["license"]), str(values["short_description"]),
         str(values["url"]),
-    )  # fmt: skip
+    ))  # fmt: skip
 
 
 def _published_json(result: Published, picked: Options) -> str:

@@ -16,6 +16,7 @@ reads as the same string.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +40,29 @@ class WingetInfo:
     short_description: str
     url: str  # a template: {name} is the setup's file name, {version} the package version
     publisher: str | None = None
+
+
+# winget's own limits (its 1.12.0 schemas): PackageIdentifier is 2 to 8 dot-separated parts of
+# up to 32 characters without blanks, control characters or any of \ / : * ? " < > |; License
+# takes 3 to 512 characters, ShortDescription 3 to 256.
+_PACKAGE_ID = re.compile(r'[^.\s\\/:*?"<>|\x01-\x1f]{1,32}(\.[^.\s\\/:*?"<>|\x01-\x1f]{1,32}){1,7}')
+_LENGTHS = {"license": (3, 512), "short_description": (3, 256)}
+
+
+def check_info(info: WingetInfo) -> WingetInfo:
+    """`info` if winget would take it, else a ConfigError naming the value and the rule."""
+    if not _PACKAGE_ID.fullmatch(info.package_id):
+        raise ConfigError(
+            f"package_id {info.package_id!r}: not a winget PackageIdentifier; give Publisher."
+            "Name (2 to 8 parts separated by dots, no blanks), e.g. Example.Hello."
+        )
+    for key, (low, high) in _LENGTHS.items():
+        value = getattr(info, key)
+        if not low <= len(value) <= high:
+            raise ConfigError(f"{key} {value!r}: winget takes {low} to {high} characters.")
+    if not info.url.lower().startswith(("https://", "http://")):
+        raise ConfigError(f"url {info.url!r}: winget takes an http(s):// URL; give one.")
+    return info
 
 
 @dataclass(frozen=True)
@@ -151,6 +175,9 @@ def _yaml(value: Any, indent: int) -> list[str]:
                 lines.append(f"{pad}{key}: {json.dumps(item, ensure_ascii=False)}")
     else:
         for item in value:
+            if not isinstance(item, dict | list):
+                lines.append(f"{pad}- {json.dumps(item, ensure_ascii=False)}")
+                continue
             nested = _yaml(item, indent + 2)
             lines += [f"{pad}- {nested[0].lstrip()}", *nested[1:]]
     return lines
