@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,9 @@ from tests.support.releases import (
 
 WINGET = ("--package-id", "Example.Hello", "--license", "MIT", "--short-description", "Says hi")
 URL = ("--url", "https://example.com/releases/{version}/{name}")
+# spdx-tools' command line, as its console script `pyspdxtools` runs it
+PYSPDXTOOLS = (sys.executable, "-m", "spdx_tools.spdx.clitools.pyspdxtools")
+COREUTILS = pytest.mark.posix_only(reason="GNU coreutils' sha256sum checks SHA256SUMS")
 
 
 def published(tmp_path: Path, *extra: str, scope: str = "machine") -> tuple[Path, dict[str, Any]]:
@@ -40,6 +43,7 @@ def published(tmp_path: Path, *extra: str, scope: str = "machine") -> tuple[Path
     return dist / "release", json.loads(result.stdout)
 
 
+@COREUTILS
 def test_sha256sum_checks_every_published_file(tmp_path: Path) -> None:
     release, document = published(tmp_path)
     checked = sha256sum_check(release)
@@ -61,7 +65,7 @@ def test_the_statement_parses_with_in_toto_and_pins_what_the_lock_pins(tmp_path:
     Statement.copy_from_pb(parsed).validate()  # raises on a malformed statement
     assert parsed.predicate_type == "https://slsa.dev/provenance/v1"
     sums = dict(
-        line.split("  ")[::-1] for line in (release / "SHA256SUMS").read_text().splitlines()
+        line.split("  ")[::-1] for line in (release / "SHA256SUMS").read_text("utf-8").splitlines()
     )
     assert {s.name: s.digest["sha256"] for s in parsed.subject} == sums
     predicate = json_format.ParseDict(json.loads(text)["predicate"], provenance_pb2.Provenance())
@@ -83,8 +87,7 @@ def test_the_sboms_validate_with_spdx_tools_and_cyclonedx(tmp_path: Path) -> Non
 
     release, _ = published(tmp_path)
     spdx = release / "bundle.spdx.json"
-    assert shutil.which("pyspdxtools"), "spdx-tools' pyspdxtools is needed (pip install spdx-tools)"
-    checked = subprocess.run(["pyspdxtools", "-i", str(spdx)], capture_output=True, text=True)
+    checked = subprocess.run([*PYSPDXTOOLS, "-i", str(spdx)], capture_output=True, text=True)
     assert checked.returncode == 0 and "invalid" not in checked.stderr, checked.stderr
     document = json.loads(spdx.read_text(encoding="utf-8"))
     [extracted] = document["hasExtractedLicensingInfos"]
@@ -102,7 +105,7 @@ def test_the_sboms_validate_with_spdx_tools_and_cyclonedx(tmp_path: Path) -> Non
     # the check can fail: without the extracted text, the LicenseRef is unknown
     broken = tmp_path / "broken.spdx.json"
     broken.write_text(json.dumps({**document, "hasExtractedLicensingInfos": []}))
-    refused = subprocess.run(["pyspdxtools", "-i", str(broken)], capture_output=True, text=True)
+    refused = subprocess.run([*PYSPDXTOOLS, "-i", str(broken)], capture_output=True, text=True)
     assert "Unrecognized license reference" in refused.stdout + refused.stderr
     errors = JsonStrictValidator(SchemaVersion.V1_5).validate_str(
         (release / "bundle.cdx.json").read_text(encoding="utf-8")
@@ -128,7 +131,7 @@ def test_the_winget_manifests_validate_with_the_scopes_the_script_allows(
     ]  # fmt: skip
     for manifest in folder.iterdir():
         assert winget_errors(manifest) == [], manifest.name
-    installer = yaml.safe_load((folder / "Example.Hello.installer.yaml").read_text())
+    installer = yaml.safe_load((folder / "Example.Hello.installer.yaml").read_text("utf-8"))
     assert installer["InstallerType"] == "inno"
     assert installer["ProductCode"] == "{1A734286-2D97-54EA-B2DD-44C7A68DAA90}_is1"
     assert installer["MinimumOSVersion"] == "10.0.10240"
@@ -144,10 +147,12 @@ def test_the_winget_manifests_validate_with_the_scopes_the_script_allows(
 def test_a_broken_manifest_fails_the_schema(tmp_path: Path) -> None:
     release, _ = published(tmp_path, *WINGET, *URL)
     manifest = release / "winget" / "Example.Hello" / "Example.Hello.installer.yaml"
-    manifest.write_text(manifest.read_text().replace('"inno"', '"innosetup"'))
+    text = manifest.read_text(encoding="utf-8")
+    manifest.write_text(text.replace('"inno"', '"innosetup"'), encoding="utf-8")
     assert winget_errors(manifest)
 
 
+@COREUTILS
 def test_a_setup_in_slices_is_refused_for_winget_and_listed_in_the_sums(tmp_path: Path) -> None:
     dist = built_bundle(tmp_path)
     (dist / "Output" / "hello-1.0.0.0-setup-1.bin").write_bytes(b"slice")

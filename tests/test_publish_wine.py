@@ -75,7 +75,7 @@ def test_each_scope_installs_with_the_manifest_switches_under_its_product_code(
     assert verified.returncode == 0, verified.stderr
     assert json.loads(verified.stdout)["dependencies"] == 2  # the onnxruntime and msvc wheels
     folder = release / "winget" / "Example.Hello"
-    manifest = yaml.safe_load((folder / "Example.Hello.installer.yaml").read_text())
+    manifest = yaml.safe_load((folder / "Example.Hello.installer.yaml").read_text("utf-8"))
     code = manifest["ProductCode"]
     assert {i["Scope"] for i in manifest["Installers"]} == scopes
     setup = release / json.loads(done.stdout)["winget"]["setup"]

@@ -101,7 +101,9 @@ def sha256sum_check(folder: Path) -> list[str]:
 def winget_errors(manifest: Path) -> list[str]:
     """The schema's complaints about one manifest (its ManifestType picks the schema)."""
     data = yaml.safe_load(manifest.read_text(encoding="utf-8"))
-    schema = json.loads((SCHEMAS / f"manifest.{data['ManifestType']}.1.12.0.json").read_text())
+    schema = json.loads(
+        (SCHEMAS / f"manifest.{data['ManifestType']}.1.12.0.json").read_text("utf-8")
+    )
     return [error.message for error in Draft7Validator(schema).iter_errors(data)]
 
 
