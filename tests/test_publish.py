@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,17 +21,17 @@ from tests.support.releases import (
     MIT_TEXT,
     MSVC_TEXT,
     PACK,
+    PYSPDXTOOLS,
     SETUP,
     built_bundle,
     lock_pins,
+    script,
     sha256sum_check,
     winget_errors,
 )
 
 WINGET = ("--package-id", "Example.Hello", "--license", "MIT", "--short-description", "Says hi")
 URL = ("--url", "https://example.com/releases/{version}/{name}")
-# spdx-tools' command line, as its console script `pyspdxtools` runs it
-PYSPDXTOOLS = (sys.executable, "-m", "spdx_tools.spdx.clitools.pyspdxtools")
 COREUTILS = pytest.mark.posix_only(reason="GNU coreutils' sha256sum checks SHA256SUMS")
 
 
@@ -231,3 +230,22 @@ def test_a_value_winget_would_refuse_is_refused_first(
     assert refused.returncode == ExitCode.CONFIG, refused.stderr
     assert named in refused.stderr and refused.stderr.count("\n") == 1
     assert not (dist / "release").exists()
+
+
+def test_the_web_setup_of_a_runtime_pack_gets_the_manifests_when_named(tmp_path: Path) -> None:
+    """A GPU setup spans slices; the runtime pack's web setup is one file: --winget-setup
+    picks it, by the name its script's OutputBaseFilename gives."""
+    dist = built_bundle(tmp_path)
+    (dist / "Output" / "hello-1.0.0.0-setup-1.bin").write_bytes(b"slice")
+    web = script().replace("OutputBaseFilename=hello-1.0.0.0-setup", "OutputBaseFilename=hello-web")
+    (dist / "setup-web.iss").write_text(web, encoding="utf-8")
+    (dist / "Output" / "hello-web.exe").write_bytes(b"MZ web setup")
+    done = run_bundle("publish", str(dist), *WINGET, *URL, "--winget-setup", "hello-web.exe")
+    assert done.returncode == 0, done.stderr
+    folder = dist / "release" / "winget" / "Example.Hello"
+    installer = yaml.safe_load((folder / "Example.Hello.installer.yaml").read_text("utf-8"))
+    [entry] = installer["Installers"]
+    assert entry["InstallerUrl"].endswith("/hello-web.exe")
+    assert entry["InstallerSha256"] == hashlib.sha256(b"MZ web setup").hexdigest().upper()
+    unknown = run_bundle("publish", str(dist), *WINGET, *URL, "--winget-setup", "nope.exe")
+    assert unknown.returncode == ExitCode.CONFIG and "hello-web.exe" in unknown.stderr

@@ -15,6 +15,7 @@ script installs into {localappdata}\Programs instead, which Wine has (docs/publi
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ import yaml
 
 from tests.conftest import bundle_from_cache, hello_app, run_bundle
 from tests.support.inno import InnoSetup, read_setup_log
-from tests.support.releases import sha256sum_check
+from tests.support.releases import PYSPDXTOOLS, lock_pins, sha256sum_check
 
 UNINSTALL = r"Software\Microsoft\Windows\CurrentVersion\Uninstall"
 HIVES = {"machine": "HKLM", "user": "HKCU"}
@@ -74,6 +75,13 @@ def test_each_scope_installs_with_the_manifest_switches_under_its_product_code(
     verified = run_bundle("verify", str(release), "--json")
     assert verified.returncode == 0, verified.stderr
     assert json.loads(verified.stdout)["dependencies"] == 2  # the onnxruntime and msvc wheels
+    statement = json.loads((release / "bundle.provenance.json").read_text(encoding="utf-8"))
+    stated = statement["predicate"]["buildDefinition"]["resolvedDependencies"]
+    assert {d["uri"]: d["digest"]["sha256"] for d in stated} == lock_pins(dist / "bundle.lock.json")
+    spdx = subprocess.run(
+        [*PYSPDXTOOLS, "-i", str(release / "bundle.spdx.json")], capture_output=True, text=True
+    )
+    assert spdx.returncode == 0 and "invalid" not in spdx.stderr, spdx.stderr
     folder = release / "winget" / "Example.Hello"
     manifest = yaml.safe_load((folder / "Example.Hello.installer.yaml").read_text("utf-8"))
     code = manifest["ProductCode"]

@@ -9,6 +9,7 @@ import hashlib
 import json
 import shutil
 import subprocess
+import sys
 import zipfile
 from dataclasses import replace
 from pathlib import Path
@@ -22,6 +23,8 @@ from bundler.closure.lock import LOCK_NAME, Lock, LockedFile
 from bundler.closure.lockfile import write_lock
 from tests.conftest import CPU, REPO
 
+# spdx-tools' command line, as its console script `pyspdxtools` runs it
+PYSPDXTOOLS = (sys.executable, "-m", "spdx_tools.spdx.clitools.pyspdxtools")
 SCHEMAS = REPO / "tests" / "fixtures" / "winget-schemas" / "1.12.0"
 APP_ID = "{{1A734286-2D97-54EA-B2DD-44C7A68DAA90}"
 SETUP = "hello-1.0.0.0-setup.exe"
