@@ -249,3 +249,26 @@ def test_the_web_setup_of_a_runtime_pack_gets_the_manifests_when_named(tmp_path:
     assert entry["InstallerSha256"] == hashlib.sha256(b"MZ web setup").hexdigest().upper()
     unknown = run_bundle("publish", str(dist), *WINGET, *URL, "--winget-setup", "nope.exe")
     assert unknown.returncode == ExitCode.CONFIG and "hello-web.exe" in unknown.stderr
+
+
+@COREUTILS
+def test_the_runtime_pack_s_setup_and_parts_come_from_the_pack_cache(tmp_path: Path) -> None:
+    """setup-web.iss downloads the pack: its setup and parts, compiled into the cache's
+    runtime-packs/, are published and listed; without them the web setup cannot be published."""
+    dist = built_bundle(tmp_path)
+    name = "0123456789abcdef-aabbccdd"
+    web = script().replace("OutputBaseFilename=hello-1.0.0.0-setup", "OutputBaseFilename=hello-web")
+    (dist / "setup-web.iss").write_text(f'#define PackName "bundle-pack-{name}"\n{web}', "utf-8")
+    (dist / "Output" / "hello-web.exe").write_bytes(b"MZ web setup")
+    cache = tmp_path / "cache"
+    refused = run_bundle("publish", str(dist), "--cache-dir", str(cache))
+    assert refused.returncode == ExitCode.INPUT, refused.stderr
+    assert f"bundle-pack-{name}.exe" in refused.stderr and "--cache-dir" in refused.stderr
+    packs = cache / "runtime-packs" / name
+    packs.mkdir(parents=True)
+    parts = [packs / f"bundle-pack-{name}{suffix}" for suffix in (".exe", "-1.bin", "-2.bin")]
+    for number, part in enumerate(parts):
+        part.write_bytes(b"pack %d" % number)
+    done = run_bundle("publish", str(dist), "--cache-dir", str(cache))
+    assert done.returncode == 0, done.stderr
+    assert {part.name for part in parts} <= set(sha256sum_check(dist / "release"))

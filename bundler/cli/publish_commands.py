@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from bundler.cli import session
-from bundler.cli.app import ForceOption, JsonOption, RenderConfigOption, app
+from bundler.cli.app import CacheDirOption, ForceOption, JsonOption, RenderConfigOption, app
 from bundler.config.options import Options
 
 if TYPE_CHECKING:
@@ -41,6 +41,7 @@ def publish(
         Path | None, typer.Option("--out", help="The release folder (default: DIST/release).")
     ] = None,
     config: RenderConfigOption = None,
+    cache_dir: CacheDirOption = None,
     package_id: Annotated[
         str | None,
         typer.Option(
@@ -72,6 +73,8 @@ def publish(
     """Write a release folder from a built bundle and its compiled setups: the files, their
     SHA256SUMS, an in-toto provenance statement, an SPDX SBOM beside the CycloneDX one, and
     winget manifests of a single-file setup."""
+    from bundler.cli.origins import cache_folder
+    from bundler.config.cache_root import runtime_packs_folder
     from bundler.config.settings import source_date
     from bundler.publish.publisher import PublishRequest
     from bundler.publish.publisher import publish as write_release
@@ -86,7 +89,8 @@ def publish(
     values = {
         name: picked.pick(name, flag, getattr(settings, name)) for name, flag in flags.items()
     }
-    release = read_release(dist, setups or dist / "Output", tuple(archive or ()))
+    packs = runtime_packs_folder(cache_folder(cache_dir, picked))
+    release = read_release(dist, setups or dist / "Output", tuple(archive or ()), packs)
     request = PublishRequest(
         release=release,
         out=out or dist / "release",

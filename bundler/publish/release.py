@@ -16,7 +16,7 @@ from pathlib import Path
 from bundler.closure.lock import LOCK_NAME, Lock
 from bundler.closure.lockfile import read_lock
 from bundler.errors import InputFileError
-from bundler.publish.scripts import SetupScript, setup_directives
+from bundler.publish.scripts import SetupScript, pack_name, setup_directives
 
 SCRIPTS = ("setup.iss", "setup-web.iss")  # the app's setups: full (or plain) and web
 ARCHIVE_SUFFIXES = (".zip", ".7z")
@@ -37,7 +37,11 @@ class Release:
     licence_texts: dict[str, str] = field(default_factory=dict)  # artifact -> its texts
 
 
-def read_release(dist: Path, setups_dir: Path, archives: tuple[Path, ...] = ()) -> Release:
+def read_release(
+    dist: Path, setups_dir: Path, archives: tuple[Path, ...] = (), pack_cache: Path | None = None
+) -> Release:
+    """The release of the bundle folder `dist`; `pack_cache` is where a runtime pack's setup
+    and parts were compiled (the cache's runtime-packs/), for a script that names a pack."""
     lock_path = dist / LOCK_NAME
     lock = read_lock(lock_path)
     if lock is None:
@@ -46,6 +50,7 @@ def read_release(dist: Path, setups_dir: Path, archives: tuple[Path, ...] = ()) 
         )
     setups = _setup_files(setups_dir)
     scripts = tuple(_script(dist / name, setups) for name in SCRIPTS if (dist / name).is_file())
+    setups = _with_pack_files(scripts, setups, pack_cache)
     found = sorted(p for p in dist.iterdir() if p.suffix.lower() in ARCHIVE_SUFFIXES)
     for archive in archives:
         if not archive.is_file():
@@ -70,6 +75,32 @@ def _setup_files(folder: Path) -> tuple[Path, ...]:
     return found
 
 
+def _with_pack_files(
+    scripts: tuple[SetupScript, ...], setups: tuple[Path, ...], pack_cache: Path | None
+) -> tuple[Path, ...]:
+    """The setups plus the runtime pack's setup and parts the scripts name, from the pack
+    cache where the setups folder lacks them. The web setup downloads them, so with
+    setup-web.iss they must be found; the full setup carries the pack, so there they are
+    published when present."""
+    names = {path.name.lower() for path in setups}
+    found = list(setups)
+    for script in scripts:
+        if script.pack is None or f"{script.pack}.exe".lower() in names:
+            continue
+        folder = (pack_cache or Path()) / script.pack.removeprefix("bundle-pack-")
+        exe = folder / f"{script.pack}.exe"
+        if exe.is_file():
+            found += [exe, *sorted(folder.glob(f"{script.pack}-*.bin"))]
+            names.add(exe.name.lower())
+        elif script.name == "setup-web.iss":
+            raise InputFileError(
+                f"{script.name} downloads the runtime pack {script.pack}.exe and its parts, and "
+                f"neither the setups folder nor {folder} holds them; give the cache that "
+                "compiled it (--cache-dir), or copy them into the setups folder."
+            )
+    return tuple(found)
+
+
 def _script(path: Path, setups: tuple[Path, ...]) -> SetupScript:
     directives = read_directives(path)
     base = directives.get("outputbasefilename", "setup")
@@ -79,7 +110,8 @@ def _script(path: Path, setups: tuple[Path, ...]) -> SetupScript:
     slices = tuple(
         p for p in setups if p.name.lower().startswith(prefix) and p.suffix.lower() == ".bin"
     )
-    return SetupScript(path.name, directives, setup, slices)
+    pack = pack_name(path.read_text(encoding="utf-8-sig"))
+    return SetupScript(path.name, directives, setup, slices, pack)
 
 
 def read_directives(path: Path) -> dict[str, str]:

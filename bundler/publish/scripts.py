@@ -3,8 +3,13 @@ of its [Setup] section, and the setup it produced with its slices."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
+
+# setup.iss of a bundle with a runtime pack names the pack's compiled setup (its file name
+# without .exe, bundler/render/pack_iss.py): `#define PackName "bundle-pack-<hash16>-<digest8>"`
+_PACK_NAME = re.compile(r'^#define PackName "([^"]+)"\s*$', re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -16,6 +21,7 @@ class SetupScript:
     directives: dict[str, str]
     setup: Path | None
     slices: tuple[Path, ...] = ()
+    pack: str | None = None  # the runtime pack's setup it appends or downloads (no .exe)
 
     def directive(self, key: str) -> str | None:
         return self.directives.get(key.lower())
@@ -33,3 +39,9 @@ def setup_directives(text: str) -> dict[str, str]:
             key, _, value = line.partition("=")
             directives[key.strip().lower()] = value.strip()
     return directives
+
+
+def pack_name(text: str) -> str | None:
+    """The runtime pack's compiled setup a script names, without .exe; None: no pack."""
+    found = _PACK_NAME.search(text)
+    return found[1] if found else None
