@@ -272,3 +272,20 @@ def test_the_runtime_pack_s_setup_and_parts_come_from_the_pack_cache(tmp_path: P
     done = run_bundle("publish", str(dist), "--cache-dir", str(cache))
     assert done.returncode == 0, done.stderr
     assert {part.name for part in parts} <= set(sha256sum_check(dist / "release"))
+
+
+def test_two_files_of_one_name_are_refused_and_one_file_twice_is_one(tmp_path: Path) -> None:
+    dist = built_bundle(tmp_path)
+    elsewhere = tmp_path / "other" / "hello.zip"  # another archive, named like DIST's
+    elsewhere.parent.mkdir()
+    elsewhere.write_bytes(b"another zip")
+    clash = run_bundle("publish", str(dist), "--archive", str(elsewhere))
+    assert clash.returncode == ExitCode.CONFLICT, clash.stderr
+    assert str(elsewhere) in clash.stderr and "same name" in clash.stderr
+    setup = dist / "Output" / SETUP
+    setup.rename(dist / SETUP)  # ISCC told to write beside the script: --setups DIST
+    done = run_bundle("publish", str(dist), "--setups", str(dist), "--json")
+    assert done.returncode == 0, done.stderr
+    names = [f["name"] for f in json.loads(done.stdout)["files"]]
+    assert names.count("bundle.lock.json") == 1 and SETUP in names
+    assert "hello.exe" not in names and "onnxruntime.dll" not in names  # the app's, not setups

@@ -64,11 +64,18 @@ def publish(request: PublishRequest, note: Callable[[str], None] = lambda _: Non
     out = request.out
     _refuse_foreign(out, request.force)
     temp = out.with_name(f".{out.name}.bundle-tmp")
-    shutil.rmtree(temp, ignore_errors=True)
-    temp.mkdir(parents=True)
     try:
+        shutil.rmtree(temp, ignore_errors=True)
+        temp.mkdir(parents=True)
         result = _assemble(request, temp, note)
         _swap(temp, out)
+    except OSError as exc:
+        shutil.rmtree(temp, ignore_errors=True)
+        where = exc.filename or out
+        raise OutputError(
+            f"{where}: cannot write the release folder ({exc.strerror or exc}); give a "
+            "writable --out."
+        ) from None
     except BaseException:
         shutil.rmtree(temp, ignore_errors=True)
         raise
@@ -107,14 +114,17 @@ def _sources(release: Release) -> dict[str, Path]:
     if release.cyclonedx is not None:
         candidates.append(release.cyclonedx)
     reserved = {SUMS_NAME, STATEMENT_NAME, SPDX_NAME, WINGET_FOLDER}
-    folded: dict[str, Path] = {name.lower(): Path(name) for name in reserved}
+    folded: dict[str, Path | None] = {name.lower(): None for name in reserved}
     for path in candidates:
-        other = folded.get(path.name.lower())
-        if other is not None:
+        if path.name.lower() not in folded:
+            pass
+        elif (other := folded[path.name.lower()]) is not None and other.samefile(path):
+            continue  # one file reached twice (--setups DIST holds the lock too)
+        else:
+            owner = other or f"bundle publish's own {path.name}"
             raise ConflictError(
-                f"{path}: a release folder is flat, and {other} has the same name "
-                f"{path.name}; rename one of them (the archive, or the setup's "
-                "OutputBaseFilename)."
+                f"{path}: a release folder is flat, and {owner} has the same name; rename "
+                "one of them (the archive, or the setup's OutputBaseFilename)."
             )
         folded[path.name.lower()] = path
         chosen[path.name] = path

@@ -5,7 +5,8 @@ texts.
 
 The compiled setups are found by name: each script's OutputBaseFilename gives its setup
 `BASE.exe` and slices `BASE-*.bin` in the setups folder (ISCC's default `Output/` beside the
-script); every other file there (a runtime pack's setup and its parts) is published too.
+script); every other .exe and .bin there (a runtime pack's setup and its parts) is published
+too, unless the setups folder is the bundle folder itself, where the app's exes lie.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ def read_release(
         )
     setups = _setup_files(setups_dir)
     scripts = tuple(_script(dist / name, setups) for name in SCRIPTS if (dist / name).is_file())
+    if setups_dir.resolve() == dist.resolve():  # the app's own exes lie there too
+        setups = tuple(p for s in scripts if s.setup for p in (s.setup, *s.slices))
     setups = _with_pack_files(scripts, setups, pack_cache)
     found = sorted(p for p in dist.iterdir() if p.suffix.lower() in ARCHIVE_SUFFIXES)
     for archive in archives:
@@ -69,7 +72,8 @@ def _setup_files(folder: Path) -> tuple[Path, ...]:
             f"{folder}: no such folder of compiled setups; compile the setup first (iscc "
             "setup.iss writes Output/ beside it), or give --setups DIR."
         )
-    found = tuple(sorted(p for p in folder.iterdir() if p.is_file()))
+    kinds = (".exe", ".bin")  # what ISCC writes: setups and their slices
+    found = tuple(sorted(p for p in folder.iterdir() if p.suffix.lower() in kinds and p.is_file()))
     if not any(p.suffix.lower() == ".exe" for p in found):
         raise InputFileError(f"{folder}: holds no setup .exe; compile the setup first.")
     return found
