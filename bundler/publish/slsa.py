@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bundler import __version__
 from bundler.closure.lock import Lock, LockedFile
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -42,7 +41,6 @@ def statement(
             },
             "runDetails": {
                 "builder": {"id": builder_id, "version": {"bundle": lock.tool_version}},
-                "metadata": {"invocationId": f"bundle-publish {__version__}"},
             },
         },
     }
