@@ -20,8 +20,6 @@ if TYPE_CHECKING:
     from bundler.publish.winget import WingetInfo
     from bundler.ship.appconfig import PublishSettings
 
-Text = Annotated[str | None, typer.Option(show_default=False)]
-
 
 @app.command()
 def publish(
