@@ -75,6 +75,13 @@ def test_each_scope_installs_with_the_manifest_switches_under_its_product_code(
     verified = run_bundle("verify", str(release), "--json")
     assert verified.returncode == 0, verified.stderr
     assert json.loads(verified.stdout)["dependencies"] == 2  # the onnxruntime and msvc wheels
+    changed = tmp_path / "download" / SETUP_NAME  # the real setup, one byte changed
+    changed.parent.mkdir()
+    data = bytearray((release / SETUP_NAME).read_bytes())
+    data[len(data) // 2] ^= 0x01
+    changed.write_bytes(bytes(data))
+    refused = run_bundle("verify", str(changed), "--sums", str(release / "SHA256SUMS"))
+    assert refused.returncode == 26 and f"{changed}: SHA-256" in refused.stderr, refused.stderr
     statement = json.loads((release / "bundle.provenance.json").read_text(encoding="utf-8"))
     stated = statement["predicate"]["buildDefinition"]["resolvedDependencies"]
     assert {d["uri"]: d["digest"]["sha256"] for d in stated} == lock_pins(dist / "bundle.lock.json")
