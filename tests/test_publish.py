@@ -173,7 +173,7 @@ def test_winget_values_come_from_bundle_toml(tmp_path: Path) -> None:
     )
     result = run_bundle("publish", str(dist), "--config", str(config), "--json")
     assert result.returncode == 0, result.stderr
-    options = json.loads(result.stdout)["options"]
+    options = json.loads(result.stdout)["settings"]
     assert options["package_id"] == {"value": "Example.Hello", "from": "bundle.toml"}
     missing = tmp_path / "partial.toml"
     missing.write_text('[publish]\npackage_id = "Example.Hello"\n')

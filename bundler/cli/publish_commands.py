@@ -146,7 +146,7 @@ def _published_json(result: Published, picked: Options) -> str:
         if result.winget_setup
         else None,
         "notes": result.notes,
-        "options": picked.report(),
+        "settings": picked.report(),
     }
     return json.dumps(document, indent=2)
 
