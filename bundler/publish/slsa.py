@@ -15,8 +15,9 @@ from bundler.closure.lock import Lock, LockedFile
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
-# Our build type: what externalParameters hold is documented in docs/publishing.md.
-BUILD_TYPE = "https://ort-bundle.github.io/buildtypes/bundle-build/v1"
+# Our build type, a URN (the project has no site of its own to host it): docs/publishing.md,
+# "The provenance statement", defines what its externalParameters hold.
+BUILD_TYPE = "urn:ort-bundle:build-type:bundle-build:v1"
 DEFAULT_BUILDER = "urn:ort-bundle:builder:unverified"  # a CI gives its own (--builder-id)
 STATEMENT_NAME = "bundle.provenance.json"
 NOT_REPRODUCIBLE = "local-folder"
