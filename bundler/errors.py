@@ -38,6 +38,7 @@ class ExitCode(IntEnum):
     MEASURE_FAILED = 23  # bundle measure: a model failed, crashed, timed out or left the provider
     CATALOGUE_BEHIND = 24  # bundle profiles outdated: the index has releases no profile covers
     EP_ORT_TOO_OLD = 25  # an execution-provider pack (--ep) needs a newer ORT than the profile's
+    VERIFY_FAILED = 26  # bundle verify: a file, subject or dependency differs from the release
 
 
 class BundleError(Exception):
@@ -182,3 +183,11 @@ class EpPairFailedError(EpOrtTooOldError):
     """An execution-provider pack was asked for beside a profile whose onnxruntime.dll refused
     it, or crashed, when the pack x core proof registered the two under Wine
     (manifests/ep-matrix.toml): the target would fail the same way."""
+
+
+class VerifyError(BundleError):
+    """`bundle verify`: a downloaded file's SHA-256 differs from SHA256SUMS, the provenance
+    statement's subjects differ from SHA256SUMS, or its dependencies from the lock's pins. The
+    message names the file, the subject or the artifact."""
+
+    exit_code = ExitCode.VERIFY_FAILED

@@ -31,6 +31,7 @@ from tests.support.workflows import actionlint, load_yaml, yaml_module
 ACTION = REPO / "action.yml"
 RELEASE = REPO / "examples" / "hello" / "release.yml"
 EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}", re.DOTALL)
+WORKFLOW_REF = "example/hello/.github/workflows/release.yml@refs/tags/v1.0.0"
 
 
 def action() -> dict[str, Any]:
@@ -278,14 +279,18 @@ def run_action(
     before: Callable[[str, Run], None] | None = None,
     stop_after: str | None = None,
     uses_outputs: dict[str, dict[str, str]] | None = None,
+    os_name: str = "Linux",
+    stand_ins: dict[str, Callable[[], dict[str, str]]] | None = None,
 ) -> Run:
     """Run action.yml's steps as a Linux runner would, with the CLI of this checkout (the
-    install step is left out: it would install this checkout again)."""
+    install step is left out: it would install this checkout again). `os_name` is what
+    runner.os says; a pwsh step (Windows only) is replaced by its `stand_ins` entry, which does
+    what the step would and returns its outputs."""
     data = action()
     given = {name: spec.get("default", "") for name, spec in data["inputs"].items()} | inputs
     context: dict[str, Any] = {
         "inputs": given,
-        "runner": {"os": "Linux", "temp": str(runner_temp)},
+        "runner": {"os": os_name, "temp": str(runner_temp)},
         "github": {"action_path": str(REPO), "workspace": str(workspace)},
         "steps": {},
     }
@@ -303,6 +308,9 @@ def run_action(
         "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}",
         "RUNNER_TEMP": str(runner_temp),
         "BUNDLE_DEBUG": "",
+        # what a runner sets for every step (GitHub's "Default environment variables")
+        "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_WORKFLOW_REF": WORKFLOW_REF,
     }
     for index, step in enumerate(data["runs"]["steps"]):
         name = step.get("name", f"step {index}")
@@ -323,6 +331,9 @@ def run_action(
             outputs = dict((uses_outputs or {}).get(step_id, {}))
         elif step_id == "install":
             run.outcomes[name] = "success"
+        elif step["shell"] == "pwsh" and step_id in (stand_ins or {}):
+            run.outcomes[name] = "success"
+            outputs = (stand_ins or {})[step_id]()
         else:
             assert step["shell"] == "bash", f"{name}: only bash steps run here"
             output_file = runner_temp / f"_output_{index}"
@@ -508,3 +519,37 @@ def test_a_failing_build_fails_the_job_before_audit(tmp_path: Path) -> None:
     assert run.outcomes["bundle audit"] == "skipped"
     assert run.outcomes["Upload the audit report"] == "skipped"
     assert [uses for uses, _ in run.uses] == ["actions/setup-python@v5", "actions/cache/restore@v4"]
+
+
+def test_publish_and_attest_follow_the_compile_step(action_workspace: tuple[Path, Path]) -> None:
+    """With publish and attest on a Windows runner: the compile step (pwsh, stood in for by a
+    setup file where ISCC would write it) then `bundle publish` for real, its release folder
+    uploaded, and attest-build-provenance given its SHA256SUMS as subject-checksums."""
+    workspace, temp = action_workspace
+    setup = workspace / "dist" / "Output" / "hello-1.0.0.0-setup.exe"
+
+    def compiled() -> dict[str, str]:
+        setup.parent.mkdir()
+        setup.write_bytes(b"MZ a stand-in for the setup ISCC writes")
+        return {"setup": str(setup), "dir": str(setup.parent)}
+
+    inputs = {**CPU_INPUTS, "publish": "true", "attest": "true"}
+    hit = {"cache": {"cache-hit": "true"}}
+    run = run_action(
+        inputs, workspace, temp, uses_outputs=hit, os_name="Windows", stand_ins={"iscc": compiled}
+    )
+    assert not run.failed, run.log
+    release = Path(run.action_outputs()["release"])
+    sums = (release / "SHA256SUMS").read_text(encoding="utf-8")
+    digest = hashlib.sha256(setup.read_bytes()).hexdigest()
+    assert f"{digest}  {setup.name}\n" in sums
+    attest = (
+        "actions/attest-build-provenance@v3",
+        {"subject-checksums": str(release / "SHA256SUMS")},
+    )
+    assert attest in run.uses
+    uploaded = [w for u, w in run.uses if u.startswith("actions/upload-artifact")]
+    assert {"name": "setup-release", "path": str(release), "if-no-files-found": "error"} in uploaded
+    statement = json.loads((release / "bundle.provenance.json").read_text(encoding="utf-8"))
+    builder = statement["predicate"]["runDetails"]["builder"]["id"]
+    assert builder == f"https://github.com/{WORKFLOW_REF}"

@@ -38,6 +38,8 @@ BAD: dict[str, tuple[list[str], ExitCode]] = {
     "msbuild": (["--profile", "no-such-profile"], ExitCode.PROFILE),
     "measure": (["model.onnx", "--out", "evidence.json"], ExitCode.CONFIG),  # no --ort
     "scan": (["nothere.dll"], ExitCode.INPUT),
+    "publish": (["nothere"], ExitCode.INPUT),  # no bundle.lock.json there
+    "verify": (["nothere.exe"], ExitCode.INPUT),  # no SHA256SUMS beside it
     "profiles": (["--no-such-option"], ExitCode.USAGE),
     "profiles show": (["no-such-profile"], ExitCode.PROFILE),
     "profiles check": (["no-such-profile"], ExitCode.PROFILE),

@@ -1,7 +1,7 @@
 """The package's shape, read from its source with `ast`: layers, cycles, who may print.
 
 - Layers: a core and wings (`acquire/`, `render/`, `ship/`, `audit/`, `rules/`, `measure/`,
-  `cli/`). The core is a few modules at the top (`bundler/*.py`: errors, findings, the
+  `publish/`, `cli/`). The core is a few modules at the top (`bundler/*.py`: errors, findings, the
   reporter) and the packages of CORE_PACKAGES, each a concept (what a build targets, binaries,
   the closure, pruning, EP packs, configuration, the disk). A module may import its own group
   and the groups LAYERS allows it: a core package the top modules and the core packages below
@@ -32,7 +32,7 @@ from tests.support.graphs import circles
 from tests.support.trees import write_tree
 
 PACKAGE = REPO / "bundler"
-WINGS = ("acquire", "render", "ship", "audit", "rules", "measure", "cli")
+WINGS = ("acquire", "render", "ship", "audit", "rules", "measure", "publish", "cli")
 CORE_PACKAGES = ("target", "config", "disk", "binary", "closure", "pruning", "eps")
 CORE = ("core", *CORE_PACKAGES)  # "core": the modules at the top of bundler/
 # group -> the groups it may import (besides itself), lowest first
@@ -51,7 +51,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "audit": (*CORE, "acquire", "render"),
     "rules": (*CORE, "acquire"),
     "measure": CORE,
-    "cli": (*CORE, "acquire", "render", "ship", "audit", "rules", "measure"),
+    "publish": (*CORE, "acquire", "render"),
+    "cli": (*CORE, "acquire", "render", "ship", "audit", "rules", "measure", "publish"),
     "entry": ("core", "cli"),
 }
 MAX_TOP_FILES = 8  # issue 39: a few modules at the top of bundler/, the rest in packages

@@ -48,6 +48,9 @@ RENDERS: dict[str, list[str]] = {
     "render postbuild": ["{bundle}"],
     "audit": ["{bundle}", "--html", "{out}/audit.html"],
 }
+# bundle publish reads the cache's compiled runtime packs (a web setup's pack): its --json says
+# where the cache came from, for a stand-in bundle (tests/support/releases.py).
+PUBLISHES = ("publish",)
 
 
 def test_every_command_that_takes_cache_dir_is_here() -> None:
@@ -62,7 +65,20 @@ def test_every_command_that_takes_cache_dir_is_here() -> None:
             walk(sub, (*path, name))
 
     walk(command(), ())
-    assert sorted(found) == sorted([*COMMANDS, *RENDERS])
+    assert sorted(found) == sorted([*COMMANDS, *RENDERS, *PUBLISHES])
+
+
+@pytest.mark.parametrize("origin", ORIGINS)
+def test_publish_says_where_its_cache_folder_came_from(origin: str, tmp_path: Path) -> None:
+    from tests.support.releases import built_bundle
+
+    env, cache = environment(origin, tmp_path)
+    dist = built_bundle(tmp_path / "app")
+    flag = ["--cache-dir", str(cache)] if origin == "flag" else []
+    result = bundle("publish", str(dist), *flag, "--json", env=env)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["settings"]["cache_dir"] == {"value": str(cache), "from": origin}
 
 
 @pytest.mark.parametrize("origin", ORIGINS)

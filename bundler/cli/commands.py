@@ -12,7 +12,15 @@ from typing import Any
 import typer
 import typer.main
 
-from bundler.cli import audit, build_commands, cache_commands, inspect, measure, profile_commands  # noqa: F401 (registers)
+from bundler.cli import (  # noqa: F401 (registers)
+    audit,
+    build_commands,
+    cache_commands,
+    inspect,
+    measure,
+    profile_commands,
+    publish_commands,
+)
 from bundler.cli.app import app
 from bundler.cli.session import Session
 from bundler.errors import BundleError, ExitCode
@@ -20,7 +28,7 @@ from bundler.errors import BundleError, ExitCode
 __all__ = ["app", "command", "main"]
 
 # `bundle --help` lists the commands in this order (the modules register them by topic).
-ORDER = ("deps", "audit", "fetch", "build", "msbuild", "measure", "scan")
+ORDER = ("deps", "audit", "fetch", "build", "msbuild", "publish", "verify", "measure", "scan")
 app.registered_commands.sort(
     key=lambda command: ORDER.index(getattr(command.callback, "__name__", ""))
 )

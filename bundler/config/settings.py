@@ -26,3 +26,21 @@ def env_number(name: str, unit: str, example: str) -> float | None:
             "it for the default."
         )
     return value
+
+
+SOURCE_DATE_ENV = "SOURCE_DATE_EPOCH"
+
+
+def source_date() -> int | None:
+    """$SOURCE_DATE_EPOCH (https://reproducible-builds.org/specs/source-date-epoch/): the
+    release's date in seconds since 1970, for what must record one (an SPDX document's creation
+    time) without reading the clock; None when unset."""
+    text = (variable(SOURCE_DATE_ENV) or "").strip()
+    if not text:
+        return None
+    if not text.isdigit():
+        raise ConfigError(
+            f"${SOURCE_DATE_ENV}={text!r} is not a number of seconds since 1970; set it to e.g. "
+            "$(git log -1 --format=%ct), or unset it."
+        )
+    return int(text)

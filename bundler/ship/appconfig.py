@@ -50,6 +50,13 @@ needs no flags.
     description = "Hello"
     # command = "mysign.exe $f"        # tool = "custom": Inno's Sign Tool command
 
+    [publish]                          # bundle publish: what winget needs and bundle cannot
+    package_id = "Example.Hello"       # know (docs/publishing.md); each also a flag
+    license = "MIT"
+    short_description = "Says which ONNX Runtime it loads."
+    url = "https://example.com/releases/{version}/{name}"  # where the setup will be downloaded
+    builder_id = "https://github.com/example/hello/.github/workflows/release.yml"
+
 Command-line flags override these values. Paths are relative to the folder of bundle.toml.
 Every table is optional: a file with only [render] serves `bundle render iss`; a command that
 needs a [build] key the file lacks says so.
@@ -102,7 +109,19 @@ class AppConfig:
     iss: Path | bool | None = None  # a path, False for none, None for the default place
     installer: IssSettings = field(default_factory=IssSettings)
     postbuild: PostbuildSettings | None = field(default_factory=PostbuildSettings)  # None: off
+    publish: PublishSettings = field(default_factory=lambda: PublishSettings())
     found: bool = False  # read from a file (path), not the defaults of an absent one
+
+
+@dataclass(frozen=True)
+class PublishSettings:
+    """[publish]: the values of a release that bundle cannot know (bundle publish)."""
+
+    package_id: str | None = None
+    license: str | None = None
+    short_description: str | None = None
+    url: str | None = None
+    builder_id: str | None = None
 
 
 def _cuda_options(build: Table) -> dict[str, str] | None:
@@ -169,9 +188,19 @@ def load_config(path: Path) -> AppConfig:
     if sign is not None:
         config = replace(config, installer=replace(config.installer, sign=_sign(sign, path)))
         sign.done()
+    publish = root.table("publish", None)
+    if publish is not None:
+        config = replace(config, publish=_publish(publish))
+        publish.done()
     build.done()
     root.done()
     return config
+
+
+def _publish(table: Table) -> PublishSettings:
+    return PublishSettings(
+        **{key: table.string(key, None) for key in PublishSettings.__dataclass_fields__}
+    )
 
 
 def _iss_place(table: Table, base: Path) -> Path | bool | None:
