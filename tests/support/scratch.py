@@ -10,10 +10,12 @@ first asks for it) and prints the tests and modules that wrote the most.
 
 The run's bytes are field 7 of /sys/block/<disk>/stat (sectors of 512 bytes written since boot,
 every process included: Wine's server too), summed over the real disks, as .ci/run counts them.
-A test's own bytes are its worker's: `write_bytes` of /proc/self/io (what was written,
+Beside it, a test's own bytes: `write_bytes` of its worker's /proc/self/io (what was written,
 files deleted before the kernel wrote them back included), which holds the worker and every
-child process it has waited for (a `bundle` process, a Wine program, ISCC), so two workers'
-figures do not mix. Wine's daemonised server is not a child; it writes the registry only."""
+child process it has waited for (a `bundle` process, ISCC, xbuild). It leaves out the other
+worker, and also Wine's daemonised server and the Windows processes a Wine program starts
+(Wine forks them away from their parent): where a test's two figures differ by much, either
+the other worker or the Windows side wrote the difference."""
 
 from __future__ import annotations
 
@@ -52,8 +54,8 @@ class LowWater:
 BLOCK = Path("/sys/block")
 # Each measure travels in the test's report (user_properties), so that with pytest-xdist the
 # controlling process, which prints the summary, sees what every worker measured.
-FREE, WRITTEN = "disk_free_bytes", "disk_bytes_written"
-STARTED = pytest.StashKey[int]()
+FREE, WRITTEN, OWN = "disk_free_bytes", "disk_bytes_written", "own_bytes_written"
+STARTED = pytest.StashKey[tuple[int, int | None]]()
 
 
 def own_bytes_written() -> int | None:
@@ -64,12 +66,6 @@ def own_bytes_written() -> int | None:
         return int(fields["write_bytes"])
     except (OSError, KeyError, ValueError):
         return None
-
-
-def counted_bytes() -> int:
-    """The counter a test's own figure comes from: the process's, else the machine's."""
-    own = own_bytes_written()
-    return bytes_written() if own is None else own
 
 
 def bytes_written() -> int:
@@ -86,7 +82,7 @@ def bytes_written() -> int:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    item.stash[STARTED] = counted_bytes()
+    item.stash[STARTED] = (bytes_written(), own_bytes_written())
 
 
 @pytest.hookimpl(wrapper=True)
@@ -103,7 +99,11 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[object]:
     """The bytes written from the test's set-up to the end of its teardown."""
     if call.when == "teardown" and STARTED in item.stash:
-        item.user_properties.append((WRITTEN, counted_bytes() - item.stash[STARTED]))
+        disk, own = item.stash[STARTED]
+        item.user_properties.append((WRITTEN, bytes_written() - disk))
+        now = own_bytes_written()
+        if own is not None and now is not None:
+            item.user_properties.append((OWN, now - own))
     return (yield)
 
 
@@ -113,6 +113,7 @@ class DiskWatch:
     def __init__(self, workers: int) -> None:
         self.low = LowWater()
         self.writes: Counter[str] = Counter()
+        self.own: Counter[str] = Counter()
         self.workers = workers
         self.started = bytes_written()
 
@@ -124,13 +125,16 @@ class DiskWatch:
                 self.low.see(int(value), report.nodeid)
             elif name == WRITTEN:
                 self.writes[report.nodeid] += int(value)
+            elif name == OWN:
+                self.own[report.nodeid] += int(value)
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.low.free >= 0:
             terminalreporter.write_line(
                 f"disk: least free space {self.low.free / 1e9:.1f} GB, after {self.low.after}"
             )
-        report_writes(terminalreporter, self.writes, bytes_written() - self.started, self.workers)
+        total = bytes_written() - self.started
+        report_writes(terminalreporter, (self.writes, self.own), total, self.workers)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -139,24 +143,28 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def report_writes(
-    terminal: pytest.TerminalReporter, writes: Counter[str], total: int, workers: int
+    terminal: pytest.TerminalReporter,
+    writes: tuple[Counter[str], Counter[str]],
+    total: int,
+    workers: int,
 ) -> None:
-    """The run's bytes written (the machine's disks), then the 15 tests and the 10 modules
-    that wrote the most (each its own worker's, children included)."""
+    """The run's bytes written, then the 15 tests and the 10 modules that wrote the most by the
+    machine's disks, each with its own worker's figure beside it."""
     if not total:
         return
-    modules: Counter[str] = Counter()
-    for nodeid, written in writes.items():
-        modules[nodeid.split("::")[0]] += written
+    disk, own = writes
     terminal.write_sep("=", f"bytes written: {total / 1e9:.1f} GB by this run")
-    own = own_bytes_written() is not None
     terminal.write_line(
-        "each test's own (its worker and the processes it started)"
-        if own
-        else f"the machine's during each test ({workers} workers: each includes the others')"
+        f"   disk    own  (disk: the machine's during the test, {workers or 1} worker(s); "
+        "own: its worker and the children it waited for)"
     )
-    for nodeid, written in writes.most_common(15):
-        terminal.write_line(f"{written / 1e9:7.2f} GB  {nodeid}")
+    for nodeid, written in disk.most_common(15):
+        terminal.write_line(f"{written / 1e9:7.2f} {own[nodeid] / 1e9:6.2f}  {nodeid}")
     terminal.write_line("by module:")
+    modules: Counter[str] = Counter()
+    owned: Counter[str] = Counter()
+    for nodeid, written in disk.items():
+        modules[nodeid.split("::")[0]] += written
+        owned[nodeid.split("::")[0]] += own[nodeid]
     for module, written in modules.most_common(10):
-        terminal.write_line(f"{written / 1e9:7.2f} GB  {module}")
+        terminal.write_line(f"{written / 1e9:7.2f} {owned[module] / 1e9:6.2f}  {module}")
