@@ -18,6 +18,7 @@ import pytest
 from bundler.eps.plugins import available_packs, load_pack, load_pack_file
 from bundler.errors import ConfigError, ProfileError
 from tests.conftest import HELLO, REPO, pip_env, require, run_bundle, test_cache_dir
+from tests.support.cache_links import linked_cache
 from tests.support.scratch import scratch
 
 CPU_131 = "ort-1.31.1-cpu"
@@ -133,11 +134,13 @@ def _build(
 
 
 @pytest.fixture(scope="module")
-def ep_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def ep_cache(gpu_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """One cache for the module's builds (the 1.31.1 GPU profile and the packs: gigabytes),
-    removed when the module is done."""
+    removed when the module is done. It starts with the session's archives hard-linked: where
+    an earlier module fetched the CUDA 13 set into the session's cache, the builds here find
+    it by SHA-256 instead of writing its 1.6 GB of wheels and their DLLs again."""
     with scratch(tmp_path_factory, "ep-cache") as folder:
-        yield folder
+        yield linked_cache(gpu_cache, folder / "cache")
 
 
 def _check_pack_folder(out: Path, name: str, lock: dict[str, object]) -> None:
