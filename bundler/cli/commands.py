@@ -13,11 +13,11 @@ import typer
 import typer.main
 
 from bundler.cli import (  # noqa: F401 (registers)
-    audit,
+    audit_commands,
     build_commands,
     cache_commands,
-    inspect,
-    measure,
+    inspect_commands,
+    measure_commands,
     profile_commands,
     publish_commands,
 )
