@@ -6,7 +6,8 @@ fixture is torn down. As a plugin, this module also records the least free space
 end of any test's body and prints it, with that test's name, in the summary: the suite's disk
 peak, measured. It also counts the bytes the machine's disks wrote during each test (its
 fixtures' set-up and teardown included, so a module's shared fixture counts for the test that
-first asks for it) and prints the tests and modules that wrote the most.
+first asks for it) and prints the tests and modules that wrote the most, and each worker's
+time in tests (how evenly the two workers were loaded).
 
 The run's bytes are field 7 of /sys/block/<disk>/stat (sectors of 512 bytes written since boot,
 every process included: Wine's server too), summed over the real disks, as .ci/run counts them.
@@ -114,10 +115,14 @@ class DiskWatch:
         self.low = LowWater()
         self.writes: Counter[str] = Counter()
         self.own: Counter[str] = Counter()
+        self.busy: Counter[str] = Counter()  # seconds of set-up, call and teardown per worker
         self.workers = workers
         self.started = bytes_written()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        node = getattr(report, "node", None)  # pytest-xdist: the worker that ran it
+        worker = node.workerinput["workerid"] if node is not None else "main"
+        self.busy[worker] += report.duration
         if report.when != "teardown":
             return
         for name, value in report.user_properties:
@@ -133,6 +138,9 @@ class DiskWatch:
             terminalreporter.write_line(
                 f"disk: least free space {self.low.free / 1e9:.1f} GB, after {self.low.after}"
             )
+        if self.busy:
+            shares = ", ".join(f"{w} {t / 60:.1f} min" for w, t in sorted(self.busy.items()))
+            terminalreporter.write_line(f"time in tests, per worker: {shares}")
         total = bytes_written() - self.started
         report_writes(terminalreporter, (self.writes, self.own), total, self.workers)
 
