@@ -25,7 +25,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import CPU, GPU, HELLO, REPO, pip_env
+from tests.support.paths import CPU, GPU, HELLO, REPO
+from tests.support.runs import pip_env
 from tests.support.workflows import actionlint, load_yaml, yaml_module
 
 ACTION = REPO / "action.yml"

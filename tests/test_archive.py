@@ -34,8 +34,9 @@ from bundler.errors import (
 from bundler.ship.archive import archive_format, write_archive
 from bundler.ship.readback import verify_archive
 from bundler.ship.sevenzip import BLOCK, THREADS
-from tests.conftest import REPO, require
 from tests.support.archives import read_back, sha256
+from tests.support.paths import REPO
+from tests.support.skips import require
 
 FORMATS = [".zip", ".7z"]
 STEM = "hello-1.2.0"
@@ -448,7 +449,7 @@ def test_a_large_file_is_streamed(tmp_path: Path, suffix: str) -> None:
 def test_build_archive_holds_the_real_bundle_with_the_lock_hashes(
     cpu_cache: Path, tmp_path: Path
 ) -> None:
-    from tests.conftest import bundle_from_cache, hello_cpu
+    from tests.support.runs import bundle_from_cache, hello_cpu
 
     out, target = tmp_path / "dist", tmp_path / "hello-1.0.zip"
     result = bundle_from_cache("build", *hello_cpu(out, cpu_cache, "--archive", str(target)))

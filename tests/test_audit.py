@@ -25,11 +25,12 @@ from bundler.closure.lock import LOCK_NAME
 from bundler.disk.digest import file_sha256
 from bundler.findings import CATALOGUE, DOCTOR_CODES, Severity
 from bundler.target.profiles import versioned
-from tests.conftest import CPU, DIRECTML, GPU, HELLO, REPO, fetch, pip_env, run_bundle
 from tests.support.audits import audit_cli, codes, found
 from tests.support.builds import broken_copy, build, patched_copy
 from tests.support.locks import lock_for
+from tests.support.paths import CPU, DIRECTML, GPU, HELLO, REPO
 from tests.support.pefactory import PESpec, write_pe
+from tests.support.runs import fetch, pip_env, run_bundle
 from tests.support.synthetic_gpu import PROVIDER, synthetic_gpu
 from tools.docs.findings_page import catalogue_markdown
 

@@ -19,9 +19,9 @@ import py7zr
 import pytest
 
 from bundler.closure.lock import LOCK_NAME
-from tests.conftest import GPU, REPO
 from tests.support.audits import audit_cli, codes, found
 from tests.support.locks import lock_for
+from tests.support.paths import GPU, REPO
 from tests.support.pefactory import PESpec
 from tests.support.synthetic_gpu import synthetic_gpu
 

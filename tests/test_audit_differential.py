@@ -34,9 +34,9 @@ from bundler.audit.judge import audit
 from bundler.audit.report import AuditReport
 from bundler.closure.plan import Status
 from bundler.findings import Severity
-from tests.conftest import GPU
 from tests.support.builds import linked_copy
 from tests.support.gpu_closure import CUDNN
+from tests.support.paths import GPU
 from tests.support.wine import Wine, WineRun
 
 PROVIDER = "onnxruntime_providers_cuda.dll"

@@ -32,12 +32,13 @@ from bundler.closure.plan import Status
 from bundler.errors import OutputError
 from bundler.findings import Severity
 from bundler.render.engine import Templates
-from tests.conftest import DIRECTML, GPU, REPO, require
 from tests.support.builds import broken_copy
 from tests.support.chromium import CHROMIUM, WINDOW, Image, PageLoad, load_page, read_png, rgb
 from tests.support.gpu_closure import GPU_BUNDLE
+from tests.support.paths import DIRECTML, GPU, REPO
 from tests.support.pefactory import PESpec, write_pe
 from tests.support.scratch import scratch
+from tests.support.skips import require
 from tests.support.synthetic_gpu import MSVC, PROVIDER, SYNTHETIC_GPU, synthetic_gpu
 
 TEMPLATES = Templates(None)  # renders without keeping anything between runs

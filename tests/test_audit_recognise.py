@@ -27,10 +27,12 @@ from bundler.audit.recognise import CLOSURE_ONLY
 from bundler.binary.ort_build import build_info, cuda_ep, default_mode, ort_release
 from bundler.target.profile_names import release_of
 from bundler.target.profiles import CudaEp, available_profiles, load_profile
-from tests.conftest import GPU, require, run_bundle, test_cache_dir
 from tests.support.audits import audit_cli, found
 from tests.support.locks import lock_for
+from tests.support.paths import GPU, test_cache_dir
 from tests.support.pefactory import write_pe
+from tests.support.runs import run_bundle
+from tests.support.skips import require
 
 ORT_1311 = (1, 31, 1, 1023)  # onnxruntime.dll of onnxruntime-gpu 1.31.1 (its FileVersion)
 ORT_1244 = (1, 24, 26, 316)  # onnxruntime.dll of onnxruntime 1.24.4: 2026-03-16 for the patch

@@ -23,10 +23,11 @@ from bundler.closure.lock import LOCK_NAME, Lock, LockedFile
 from bundler.closure.lockfile import read_lock, write_lock
 from bundler.findings import Severity
 from bundler.target.profiles import available_profiles, load_profile
-from tests.conftest import GPU, HELLO, REPO, run_bundle
 from tests.support.builds import build
 from tests.support.locks import lock_for
+from tests.support.paths import GPU, HELLO, REPO
 from tests.support.pefactory import PESpec
+from tests.support.runs import run_bundle
 from tests.support.synthetic_gpu import PROVIDER, synthetic_gpu
 
 HEURISTIC = "cudnn_heuristic64_9.dll"

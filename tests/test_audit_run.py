@@ -30,10 +30,10 @@ from bundler.audit.judge import audit
 from bundler.audit.loadrun import prove_load
 from bundler.closure.plan import Status
 from bundler.findings import Severity
-from tests.conftest import GPU
 from tests.support.builds import broken_copy
 from tests.support.gpu_closure import CUDNN
 from tests.support.mingw import compile_c
+from tests.support.paths import GPU
 from tests.support.pefactory import write_pe
 from tests.support.scratch import scratch
 from tests.support.wine import Wine, require_wine

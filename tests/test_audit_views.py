@@ -18,9 +18,11 @@ import pytest
 from bundler.audit.loadproof import FINDING_CODES
 from bundler.binary.signatures import FINDING_CODES as SIGNATURE_CODES
 from bundler.findings import CATALOGUE
-from tests.conftest import GPU, require_module, run_bundle
 from tests.support.builds import broken_copy
+from tests.support.paths import GPU
 from tests.support.pefactory import PESpec
+from tests.support.runs import run_bundle
+from tests.support.skips import require_module
 from tests.support.synthetic_gpu import PROVIDER, synthetic_gpu
 
 CUDNN_PIP = "pip nvidia-cudnn-cu12==9.1.0.70 (nvidia_cudnn_cu12-9.1.0.70-py3-none-win_amd64.whl"

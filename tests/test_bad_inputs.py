@@ -44,7 +44,6 @@ from pathlib import Path
 import pytest
 
 from bundler.errors import ExitCode
-from tests.conftest import require, run_bundle
 from tests.support.httpserver import Handler, HttpServer
 from tests.support.pefactory import (
     DIR_DELAY_IMPORT,
@@ -55,6 +54,8 @@ from tests.support.pefactory import (
     write_pe,
 )
 from tests.support.profiles import artifact, profile, source
+from tests.support.runs import run_bundle
+from tests.support.skips import require
 
 DEPS_ENV = "BUNDLE_TEST_DEPS"
 OUTSIDE = 0x7FFF0000  # an RVA past every section of the synthetic images

@@ -22,9 +22,10 @@ import pytest
 
 from bundler.closure.lockfile import read_lock, write_lock
 from bundler.target.resources import doctor_exe
-from tests.conftest import CPU, HELLO, hello_app, hello_cpu, run_bundle
 from tests.support.builds import GENERATED, build, linked_copy
+from tests.support.paths import CPU, HELLO, hello_app
 from tests.support.pefactory import PESpec, write_pe
+from tests.support.runs import hello_cpu, run_bundle
 from tests.support.wine import Wine
 
 CUDA_PROVIDER = "onnxruntime_providers_cuda.dll"

@@ -20,8 +20,8 @@ from bundler.errors import ExitCode
 from bundler.rules.derive.catalogue import entry
 from bundler.rules.derive.flavours import available_flavours, load_flavour
 from bundler.target.profiles import available_profiles, load_profile, load_profile_file
-from tests.conftest import run_bundle
 from tests.support.httpserver import HttpServer
+from tests.support.runs import run_bundle
 
 RELEASE = re.compile(r"ort-(\d+\.\d+\.\d+)-(gpu-cuda\d+|cpu|directml)")
 # onnxruntime-gpu's newest release on PyPI on 2026-12-01 (docs/field-notes.md#newer-releases)

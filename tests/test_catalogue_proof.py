@@ -20,10 +20,11 @@ import pytest
 
 from bundler.rules.derive.catalogue import differences, profile_facts
 from bundler.target.profiles import PipSource, available_profiles, load_profile, load_profile_file
-from tests.conftest import HELLO, REPO, pip_env
 from tests.support.package_index import local_index as local_index  # the module fixture, reused
 from tests.support.package_index import profiles_new
+from tests.support.paths import HELLO, REPO
 from tests.support.profiles import without_rule
+from tests.support.runs import pip_env
 from tests.support.wine import Wine
 
 CUDA13 = "ort-1.31.1-gpu-cuda13"

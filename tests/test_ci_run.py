@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 RUN = REPO / ".ci" / "run"
 PHASES = REPO / ".ci" / "phases.sh"

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from bundler.errors import ExitCode
-from tests.conftest import HELLO
+from tests.support.paths import HELLO
 from tests.support.tiny import Tiny
 from tests.support.tiny import tiny as tiny  # the module fixture: a release of our own
 

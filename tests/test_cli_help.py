@@ -15,7 +15,8 @@ import pytest
 
 from bundler.errors import ExitCode
 from bundler.target.profiles import DEFAULT_PROFILE
-from tests.conftest import CPU, HELLO, REPO, run_bundle
+from tests.support.paths import CPU, HELLO, REPO
+from tests.support.runs import run_bundle
 
 WIDTH = 80
 

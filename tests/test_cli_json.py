@@ -25,9 +25,9 @@ from bundler.cli.failures import hint_of, json_requested, move_global_json
 from bundler.closure.lock import LOCK_NAME, runtime_pack
 from bundler.closure.lockfile import write_lock
 from bundler.errors import ExitCode
-from tests.conftest import run_bundle
 from tests.support import powershell
 from tests.support.locks import sample_lock
+from tests.support.runs import run_bundle
 
 # command -> (a bad command line after `bundle COMMAND --json`, the exit code it must give)
 BAD: dict[str, tuple[list[str], ExitCode]] = {

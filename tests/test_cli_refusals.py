@@ -23,8 +23,8 @@ from bundler.config.validate import CHOICES, COMPRESSIONS, Target, check, check_
 from bundler.errors import ConfigError, ExitCode
 from bundler.target.profile_names import Shipped, no_gpu_profile, unknown_profile
 from bundler.target.profiles import available_profiles, latest_gpu_release, load_profile
-from tests.conftest import CPU, DIRECTML, GPU, HELLO, hello_app
-from tests.conftest import bundle_from_cache as bundle
+from tests.support.paths import CPU, DIRECTML, GPU, HELLO, hello_app
+from tests.support.runs import bundle_from_cache as bundle
 
 NEWEST_GPU = "ort-1.31.1-gpu-cuda13"  # what `latest` means while 1.31.1 is the newest GPU profile
 

@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import REPO
 from tests.support.docs_site import built_site
+from tests.support.paths import REPO
 
 INSTALL_AND_BUILD = 'pip install -e ".[test]" && bundle build examples/hello/hello.exe'
 RUN_THE_TESTS = "python -m pytest"

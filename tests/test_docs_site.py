@@ -23,9 +23,11 @@ from typing import Any
 import pytest
 
 from bundler.errors import ExitCode
-from tests.conftest import REPO, pip_env, require, test_cache_dir
 from tests.support.chromium import CHROMIUM, NetworkRecorder, headless
 from tests.support.docs_site import built_site
+from tests.support.paths import REPO, test_cache_dir
+from tests.support.runs import pip_env
+from tests.support.skips import require
 from tests.support.workflows import actionlint, load_yaml
 from tools.docs import docs_index, repository_map
 

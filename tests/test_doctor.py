@@ -44,12 +44,14 @@ from bundler.closure.lockfile import read_lock
 from bundler.findings import CATALOGUE
 from bundler.render.doctor_dat import doctor_data
 from bundler.target.resources import doctor_exe as shipped_doctor_exe
-from tests.conftest import HELLO, REPO, pip_env, require
 from tests.support import doctor as data
 from tests.support.builds import linked_copy
 from tests.support.display import LAVAPIPE
 from tests.support.doctor import DRIVER_516, DRIVER_551, DRIVER_581, Machine
 from tests.support.mingw import run_build_script
+from tests.support.paths import HELLO, REPO
+from tests.support.runs import pip_env
+from tests.support.skips import require
 from tests.support.wine import NATIVE_VC_RUNTIME, Wine
 
 pytestmark = pytest.mark.real_tools

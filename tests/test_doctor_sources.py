@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.conftest import REPO
 from tests.support.graphs import circles
+from tests.support.paths import REPO
 from tests.support.trees import write_tree
 
 DOCTOR = REPO / "doctor"

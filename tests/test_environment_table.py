@@ -8,7 +8,7 @@ import ast
 import re
 from pathlib import Path
 
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 PAGE = REPO / "docs" / "building.md"
 NAME = re.compile(r"^(BUNDLE_[A-Z][A-Z0-9_]*|PIP_INDEX_URL)$")

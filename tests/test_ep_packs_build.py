@@ -17,9 +17,11 @@ import pytest
 
 from bundler.eps.plugins import available_packs, load_pack, load_pack_file
 from bundler.errors import ConfigError, ProfileError
-from tests.conftest import HELLO, REPO, pip_env, require, run_bundle, test_cache_dir
 from tests.support.cache_links import linked_cache
+from tests.support.paths import HELLO, REPO, test_cache_dir
+from tests.support.runs import pip_env, run_bundle
 from tests.support.scratch import scratch
+from tests.support.skips import require
 
 CPU_131 = "ort-1.31.1-cpu"
 GPU_131 = "ort-1.31.1-gpu-cuda13"

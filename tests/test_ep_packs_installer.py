@@ -25,11 +25,13 @@ from pathlib import Path
 import pytest
 
 from bundler.eps.plugins import load_pack
-from tests.conftest import HELLO, pip_env, require, test_cache_dir
 from tests.support.display import LAVAPIPE
 from tests.support.doctor import DRIVER_581, Machine
 from tests.support.inno import InnoSetup
+from tests.support.paths import HELLO, test_cache_dir
+from tests.support.runs import pip_env
 from tests.support.scratch import scratch
+from tests.support.skips import require
 
 pytestmark = pytest.mark.realdata
 

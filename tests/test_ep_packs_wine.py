@@ -39,10 +39,12 @@ import pytest
 
 from bundler.eps.matrix import pair_proof
 from bundler.target.profiles import load_profile
-from tests.conftest import REPO, pip_env, require, test_cache_dir
 from tests.support.display import DisplayWine
 from tests.support.mingw import DLLTOOL, GCC, run_build_script
+from tests.support.paths import REPO, test_cache_dir
+from tests.support.runs import pip_env
 from tests.support.scratch import scratch
+from tests.support.skips import require
 from tests.support.wine import NATIVE_VC_RUNTIME, WineRun
 from tools.testing.fetch_test_wheels import core_folder, core_source
 

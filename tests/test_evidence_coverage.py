@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from bundler.pruning.evidence import evidence_dir
-from tests.conftest import require_module
 from tests.support.pruning import model, plan, pruned, shipped
+from tests.support.skips import require_module
 from tools.evidence import evidence_table
 from tools.evidence.kernels_source import kernels_of
 

@@ -30,8 +30,9 @@ import pytest
 
 from bundler.binary.fatbin import GpuCode, read_gpu_code, serves, sort_archs
 from bundler.errors import InputFileError
-from tests.conftest import require, test_cache_dir
+from tests.support.paths import test_cache_dir
 from tests.support.pefactory import PEPatch, PESpec, build_pe, write_pe
+from tests.support.skips import require
 
 MAGIC = 0xBA55ED50
 ELF, PTX = 2, 1

@@ -19,10 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CPU, GPU, REPO, RealDlls, fetch, pip_env, run_bundle
 from tests.support.httpserver import HttpServer
+from tests.support.paths import CPU, GPU, REPO
 from tests.support.pefactory import PESpec, build_pe
 from tests.support.profiles import artifact, profile, source
+from tests.support.real_dlls import RealDlls
+from tests.support.runs import fetch, pip_env, run_bundle
 
 
 def artifacts(result: subprocess.CompletedProcess[str]) -> list[dict[str, object]]:

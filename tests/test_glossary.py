@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 PAGE = REPO / "docs" / "repository.md"
 ROW = re.compile(r"^\| (?P<word>[^|]+?) \| (?P<meaning>[^|]+?) \| `(?P<where>[^`]+)` \|$", re.M)

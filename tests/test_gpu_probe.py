@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from bundler.pruning.evidence import load_evidence
-from tests.conftest import REPO, require
+from tests.support.paths import REPO
+from tests.support.skips import require
 from tools.evidence import evidence_table
 
 

@@ -10,8 +10,8 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.conftest import REPO
 from tests.support.graphs import circles
+from tests.support.paths import REPO
 from tests.support.trees import write_tree
 
 FOLDERS = ("bundler", "tools", "tests", "benchmarks", "examples")

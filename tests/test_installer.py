@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CPU, GPU, HELLO, REPO, RealDlls
-from tests.conftest import bundle_from_cache as bundle
 from tests.support.doctor import DRIVER_516, DRIVER_551, Machine
 from tests.support.inno import VC_REDIST_LOG, InnoSetup
+from tests.support.paths import CPU, GPU, HELLO, REPO
+from tests.support.real_dlls import RealDlls
+from tests.support.runs import bundle_from_cache as bundle
 from tests.support.wineprefix import replace_file
 
 pytestmark = pytest.mark.realdata

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
 from tests.support.graphs import circles
+from tests.support.paths import REPO
 from tests.support.trees import write_tree
 
 PACKAGE = REPO / "bundler"

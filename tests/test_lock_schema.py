@@ -18,7 +18,7 @@ import pytest
 from bundler.closure.lock import LOCK_NAME, READABLE, SCHEMA_VERSION, content_digest
 from bundler.closure.lockfile import read_lock
 from bundler.errors import ExitCode, PlanFormatError
-from tests.conftest import HELLO
+from tests.support.paths import HELLO
 from tests.support.tiny import Tiny
 from tests.support.tiny import tiny as tiny  # the module fixture: a release of our own
 

@@ -13,7 +13,9 @@ import pytest
 
 from bundler.binary.pe import read_pe
 from bundler.target.system import load_system_policy
-from tests.conftest import CPU, HELLO, REPO, bundle_from_cache, require, run_bundle
+from tests.support.paths import CPU, HELLO, REPO
+from tests.support.runs import bundle_from_cache, run_bundle
+from tests.support.skips import require
 
 SOURCE = REPO / "tests" / "fixtures" / "managed" / "hello_managed.cs"
 # mcs -platform values: the PE machine, and whether the CLR runs the exe as x64 on x64 Windows.

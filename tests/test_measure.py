@@ -21,7 +21,8 @@ from bundler.measure.names import windows_name
 from bundler.measure.parent import child_environment
 from bundler.pruning.app_evidence import AppEvidence, MeasuredModel, problems, read_app_evidence
 from bundler.pruning.onnx_models import ModelOps, read_model_ops
-from tests.conftest import CPU, REPO, require_module
+from tests.support.paths import CPU, REPO
+from tests.support.skips import require_module
 
 CPU_PROVIDER = "CPUExecutionProvider"
 ONE = b"\x00\x00\x80\x3f"  # 1.0f, little-endian: every weight of the tiny model

@@ -10,7 +10,7 @@ import pytest
 
 from bundler.errors import ConfigError, InputFileError
 from bundler.pruning.onnx_models import op_key, read_model_ops
-from tests.conftest import require_module
+from tests.support.skips import require_module
 
 onnx = require_module("onnx", 'pip install "ort-bundle[models]" (.ci/run installs it)')
 TensorProto, helper = onnx.TensorProto, onnx.helper

@@ -37,9 +37,9 @@ from bundler.render.msbuild_props import (
     write_msbuild_files,
 )
 from bundler.render.postbuild import EVENT_NAME, POSTBUILD_NAME
-from tests.conftest import REPO, bundle_from_cache, require
 from tests.support.cache_links import linked_cache
 from tests.support.httpserver import HttpServer
+from tests.support.paths import REPO
 from tests.support.pefactory import build_pe
 from tests.support.replica import (
     HEADERS,
@@ -50,7 +50,9 @@ from tests.support.replica import (
     replica_profile,
 )
 from tests.support.replica import replica as replica  # the module fixture
+from tests.support.runs import bundle_from_cache
 from tests.support.scratch import scratch
+from tests.support.skips import require
 from tests.support.tiny import TINY_DLLS, TINY_LIBS, TINY_ROOTS, TINY_TOP, Tiny, tiny_profile
 from tests.support.tiny import tiny as tiny  # the module fixture: a release of our own
 from tests.support.wine import Wine

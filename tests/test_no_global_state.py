@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 PACKAGE = REPO / "bundler"
 # Calls that change a list, dict or set in place.

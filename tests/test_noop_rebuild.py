@@ -22,7 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import GPU, HELLO, pip_env, require
+from tests.support.paths import GPU, HELLO
+from tests.support.runs import pip_env
+from tests.support.skips import require
 
 FULL = 0.5  # a DLL with more than this share of its bytes resident was read in full
 

@@ -11,8 +11,8 @@ import pytest
 from bundler.config.options import Options
 from bundler.errors import ConfigError
 from bundler.ship.appconfig import load_config
-from tests.conftest import HELLO, hello_app
 from tests.support.builds import build
+from tests.support.paths import HELLO, hello_app
 
 
 def test_the_first_that_has_a_value_wins_and_is_named() -> None:

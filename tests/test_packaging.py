@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import bundler
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 
 @pytest.fixture(scope="module")

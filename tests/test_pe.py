@@ -8,8 +8,9 @@ import pytest
 
 from bundler.binary.pe import read_pe
 from bundler.errors import InputFileError
-from tests.conftest import REPO, run_bundle
+from tests.support.paths import REPO
 from tests.support.pefactory import PESpec, build_pe, write_pe
+from tests.support.runs import run_bundle
 
 
 @pytest.mark.parametrize("machine", ["x86", "x64", "arm64"])

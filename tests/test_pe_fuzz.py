@@ -29,7 +29,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 
 from bundler.binary.pe import read_pe
 from bundler.errors import InputFileError
-from tests.conftest import IN_CI, RealDlls, test_cache_dir
+from tests.support.paths import test_cache_dir
 from tests.support.pefactory import (
     DIR_COM_DESCRIPTOR,
     DIR_DELAY_IMPORT,
@@ -40,6 +40,8 @@ from tests.support.pefactory import (
     PESpec,
     build_pe,
 )
+from tests.support.real_dlls import RealDlls
+from tests.support.skips import IN_CI
 
 HANG_SECONDS = 10  # one read takes milliseconds; this long is a hang
 

@@ -23,7 +23,6 @@ from bundler.closure.resolve import resolve
 from bundler.errors import InputFileError
 from bundler.target.profiles import load_profile_file
 from bundler.target.system import load_system_policy
-from tests.conftest import RealDlls
 from tests.support.pefactory import (
     DELAY_DESCRIPTOR_SIZE,
     DIR_DELAY_IMPORT,
@@ -35,6 +34,7 @@ from tests.support.pefactory import (
     build_pe,
     write_pe,
 )
+from tests.support.real_dlls import RealDlls
 
 OUTSIDE = 0x7FFF0000  # an RVA far past every section of these small images
 NAME_FIELD = {DIR_IMPORT: 12, DIR_DELAY_IMPORT: 4}

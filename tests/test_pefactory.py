@@ -16,8 +16,8 @@ from pathlib import Path
 import pefile
 import pytest
 
-from tests.conftest import require
 from tests.support.pefactory import PESpec, build_pe, write_pe
+from tests.support.skips import require
 
 MACHINES = ("x86", "x64", "arm64")
 MACHINE_CODE = {"x86": 0x014C, "x64": 0x8664, "arm64": 0xAA64}

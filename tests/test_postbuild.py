@@ -42,8 +42,10 @@ from bundler.render.postbuild import (
     write_postbuild,
 )
 from bundler.render.render_settings import PostbuildSettings
-from tests.conftest import CPU, bundle_from_cache, hello_app, hello_cpu, require
 from tests.support.batch import Cmd, files_under, sha256, target_arg, windows
+from tests.support.paths import CPU, hello_app
+from tests.support.runs import bundle_from_cache, hello_cpu
+from tests.support.skips import require
 from tests.support.wine import Wine
 
 TEMPLATES = Templates(None)  # renders without keeping anything between runs

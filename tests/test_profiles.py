@@ -9,7 +9,7 @@ import pytest
 from bundler.eps.plugins import available_packs, load_pack
 from bundler.errors import ProfileError
 from bundler.target.profiles import PipSource, UrlSource, available_profiles, load_profile
-from tests.conftest import run_bundle
+from tests.support.runs import run_bundle
 
 SHIPPED = {
     "ort-1.19.2-gpu-cuda12",

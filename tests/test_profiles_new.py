@@ -24,11 +24,13 @@ from bundler.errors import FetchError, ProfileError
 from bundler.rules.derive.flavours import available_flavours, load_flavour
 from bundler.rules.derive.index import find_wheel, wheel_rank
 from bundler.target.profiles import PipSource, Profile, is_pattern, load_profile, load_profile_file
-from tests.conftest import HELLO, RealDlls, pip_env
 from tests.support.cache_links import linked_cache
 from tests.support.httpserver import HttpServer
 from tests.support.package_index import ORT_120, entry, page, profiles_new
 from tests.support.package_index import local_index as local_index  # the module fixture
+from tests.support.paths import HELLO
+from tests.support.real_dlls import RealDlls
+from tests.support.runs import pip_env
 from tests.support.wine import Wine
 
 CUDA_PROVIDER = "onnxruntime_providers_cuda.dll"

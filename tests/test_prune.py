@@ -26,7 +26,7 @@ from bundler.pruning.prune import (
     decide,
     options_mismatch,
 )
-from tests.conftest import REPO
+from tests.support.paths import REPO
 from tests.support.pruning import CORE, LAZY, SUBS, evidence, model, plan, pruned, shipped
 
 

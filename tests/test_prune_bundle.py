@@ -21,7 +21,9 @@ import pytest
 from bundler.closure.lockfile import read_lock
 from bundler.pruning.evidence import all_evidence
 from bundler.pruning.prune import SUB_LIBRARY
-from tests.conftest import CPU, HELLO, REPO, pip_env, require_module
+from tests.support.paths import CPU, HELLO, REPO
+from tests.support.runs import pip_env
+from tests.support.skips import require_module
 from tests.support.wine import Wine
 
 onnx = require_module("onnx", 'pip install "ort-bundle[models]" (.ci/run installs it)')

@@ -16,7 +16,6 @@ import pytest
 import yaml
 
 from bundler.errors import ExitCode
-from tests.conftest import run_bundle
 from tests.support.releases import (
     MIT_TEXT,
     MSVC_TEXT,
@@ -29,6 +28,7 @@ from tests.support.releases import (
     sha256sum_check,
     winget_errors,
 )
+from tests.support.runs import run_bundle
 
 WINGET = ("--package-id", "Example.Hello", "--license", "MIT", "--short-description", "Says hi")
 URL = ("--url", "https://example.com/releases/{version}/{name}")

@@ -21,9 +21,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import bundle_from_cache, hello_app, run_bundle
 from tests.support.inno import InnoSetup, read_setup_log
+from tests.support.paths import hello_app
 from tests.support.releases import PYSPDXTOOLS, lock_pins, sha256sum_check
+from tests.support.runs import bundle_from_cache, run_bundle
 
 UNINSTALL = r"Software\Microsoft\Windows\CurrentVersion\Uninstall"
 HIVES = {"machine": "HKLM", "user": "HKCU"}

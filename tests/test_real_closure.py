@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import HELLO, RealDlls, run_bundle
 from tests.support.gpu_closure import GPU_BUNDLE, GPU_WHEELS, VC_RUNTIME
+from tests.support.paths import HELLO
+from tests.support.real_dlls import RealDlls
+from tests.support.runs import run_bundle
 
 pytestmark = pytest.mark.realdata
 

@@ -26,8 +26,8 @@ from bundler.render import kept as render_cache
 from bundler.render.engine import Templates
 from bundler.render.postbuild import SCRIPT_TEMPLATE, postbuild_values
 from bundler.target import resources
-from tests.conftest import REPO
 from tests.support.httpserver import HttpServer
+from tests.support.paths import REPO
 from tests.support.slowbuilds import ENV, setup
 from tests.support.slowrelease import make_release, mirror_args
 from tests.support.slowrelease import serve_slowly as serve

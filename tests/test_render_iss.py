@@ -27,9 +27,10 @@ from bundler.render.escaping import (
 )
 from bundler.render.iss import SPAN_ABOVE, app_id_for, iss_values, write_iss
 from bundler.render.render_settings import IssSettings
-from tests.conftest import bundle_from_cache as bundle
-from tests.conftest import hello_app, hello_cpu
 from tests.support.locks import locked, sample_lock
+from tests.support.paths import hello_app
+from tests.support.runs import bundle_from_cache as bundle
+from tests.support.runs import hello_cpu
 
 TEMPLATES = Templates(None)  # renders without keeping anything between runs
 

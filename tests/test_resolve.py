@@ -13,8 +13,8 @@ from bundler.closure.resolve import SearchPath, resolve
 from bundler.errors import MachineMismatchError
 from bundler.target.profiles import load_profile_file
 from bundler.target.system import load_system_policy
-from tests.conftest import run_bundle
 from tests.support.pefactory import write_pe
+from tests.support.runs import run_bundle
 
 PROFILE = """
 schema_version = 1

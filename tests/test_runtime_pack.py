@@ -28,10 +28,12 @@ import pytest
 from bundler.closure.lock import PACK_MARKER, RuntimePack
 from bundler.closure.lockfile import read_lock
 from bundler.config.cache_root import RUNTIME_PACKS
-from tests.conftest import HELLO, pip_env, require, test_cache_dir
 from tests.support.httpserver import HttpServer
 from tests.support.inno import InnoSetup
+from tests.support.paths import HELLO, test_cache_dir
+from tests.support.runs import pip_env
 from tests.support.scratch import scratch
+from tests.support.skips import require
 
 pytestmark = pytest.mark.realdata
 

@@ -17,8 +17,8 @@ from bundler.acquire import cache as cache_module
 from bundler.acquire.cache import runtime_packs
 from bundler.closure.lock import LOCK_NAME, runtime_pack
 from bundler.closure.lockfile import write_lock
-from tests.conftest import run_bundle
 from tests.support.locks import sample_lock
+from tests.support.runs import run_bundle
 
 PACK = "0123456789abcdef-01234567"
 

@@ -19,10 +19,12 @@ import pytest
 from bundler.rules.scan import Confidence, Kind, Pool, dll_strings, pattern_regex, scan
 from bundler.target.profiles import load_profile
 from bundler.target.system import load_system_policy
-from tests.conftest import CPU, DIRECTML, GPU, RealDlls, fetch, pip_env, run_bundle
 from tests.support.mingw import compile_c
+from tests.support.paths import CPU, DIRECTML, GPU
 from tests.support.pefactory import PESpec, write_pe
 from tests.support.profiles import without_rule
+from tests.support.real_dlls import RealDlls
+from tests.support.runs import fetch, pip_env, run_bundle
 
 LOADER_C = r"""
 #include <windows.h>

@@ -22,8 +22,8 @@ import pytest
 
 from bundler.closure.lock import LOCK_NAME
 from bundler.closure.lockfile import write_lock
-from tests.conftest import CPU, HELLO
 from tests.support.locks import sample_lock
+from tests.support.paths import CPU, HELLO
 from tests.support.tiny import Tiny
 from tests.support.tiny import tiny as tiny  # the module fixture, reused: a release of our own
 

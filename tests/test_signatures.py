@@ -20,11 +20,14 @@ import pytest
 from bundler.binary.signatures import SignatureState, check_signature
 from bundler.errors import ConfigError
 from bundler.target.profiles import load_profile
-from tests.conftest import CPU, GPU, HELLO, RealDlls, hello_cpu, require
 from tests.support.audits import audit_cli, found
 from tests.support.builds import broken_copy, build, patched_copy
 from tests.support.gpu_closure import CUDNN, VC_RUNTIME
+from tests.support.paths import CPU, GPU, HELLO
 from tests.support.pefactory import PESpec, write_pe
+from tests.support.real_dlls import RealDlls
+from tests.support.runs import hello_cpu
+from tests.support.skips import require
 
 
 @pytest.fixture(autouse=True)

@@ -22,10 +22,11 @@ from pathlib import Path
 import pytest
 
 from bundler.closure.lock import PACK_MARKER
-from tests.conftest import CPU, hello_app, require
-from tests.conftest import bundle_from_cache as bundle
 from tests.support.inno import InnoSetup
 from tests.support.mingw import compile_c
+from tests.support.paths import CPU, hello_app
+from tests.support.runs import bundle_from_cache as bundle
+from tests.support.skips import require
 
 PASSWORD_ENV = "BUNDLE_TEST_PFX_PASSWORD"
 PASSWORD = "Pfx-s3cret-7731"  # what must never appear in a rendered file

@@ -12,7 +12,9 @@ import pytest
 
 from bundler.binary.pe import read_pe
 from bundler.target.system import load_system_policy
-from tests.conftest import REPO, RealDlls, require
+from tests.support.paths import REPO
+from tests.support.real_dlls import RealDlls
+from tests.support.skips import require
 
 WIN10 = (10, 0, 10240)
 

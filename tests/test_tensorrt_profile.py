@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from bundler.target.profiles import DirSource, PipSource, load_profile
-from tests.conftest import HELLO, RealDlls, run_bundle
 from tests.support.gpu_closure import GPU_WHEELS
+from tests.support.paths import HELLO
 from tests.support.pefactory import write_pe
+from tests.support.real_dlls import RealDlls
+from tests.support.runs import run_bundle
 
 PROFILE = "ort-1.19.2-gpu-cuda12-tensorrt"
 TENSORRT = ("nvinfer_10.dll", "nvinfer_plugin_10.dll", "nvonnxparser_10.dll")

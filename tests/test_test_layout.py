@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.support.paths import REPO
 from tests.support.trees import write_tree
 
 TESTS = ("tests",)
@@ -165,3 +165,35 @@ def test_a_planted_import_of_a_test_module_outside_the_tests_is_found(tmp_path: 
         "examples/hello/make.py:1: tests.test_build",
         "tools/usage.py:1: tests.test_docs",
     ]
+
+
+def not_fixtures_or_hooks(conftest: Path) -> list[str]:
+    """What a conftest.py defines at its top beside fixtures, `pytest_*` hooks and the
+    `pytest_plugins` list: a helper, a class or a constant belongs in tests/support/."""
+    found = []
+    for node in ast.parse(conftest.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            fixture = any("fixture" in ast.unparse(d) for d in node.decorator_list)
+            if not fixture and not node.name.startswith("pytest_"):
+                found.append(node.name)
+        elif isinstance(node, ast.ClassDef):
+            found.append(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [ast.unparse(t) for t in targets]
+            if names != ["pytest_plugins"]:
+                found.extend(names)
+    return found
+
+
+def test_conftest_keeps_fixtures_and_hooks_only() -> None:
+    assert not_fixtures_or_hooks(REPO / "tests" / "conftest.py") == []
+
+
+def test_a_planted_helper_in_conftest_is_found(tmp_path: Path) -> None:
+    text = (
+        "import pytest\n\npytest_plugins = ['a']\nREPO = 1\n\n\n@pytest.fixture\ndef f(): ...\n\n\n"
+        "def pytest_configure(config): ...\n\n\ndef helper(): ...\n\n\nclass Thing: ...\n"
+    )
+    conftest = write_tree(tmp_path, {"conftest.py": text}) / "conftest.py"
+    assert not_fixtures_or_hooks(conftest) == ["REPO", "helper", "Thing"]

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.support.paths import REPO
 from tests.support.trees import write_tree
 from tools.generated.command import Generated, generated_main
 

@@ -15,7 +15,7 @@ import pytest
 
 from bundler.closure.lock import LOCK_NAME
 from bundler.errors import ExitCode
-from tests.conftest import HELLO, REPO
+from tests.support.paths import HELLO, REPO
 from tests.support.tiny import Tiny
 from tests.support.tiny import tiny as tiny  # the module fixture: a release of our own
 

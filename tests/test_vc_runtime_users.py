@@ -15,8 +15,9 @@ from pathlib import Path
 from bundler.binary.pe import read_pe
 from bundler.closure.vcruntime import vc_runtime_users
 from bundler.target.profiles import load_profile
-from tests.conftest import HELLO, run_bundle
+from tests.support.paths import HELLO
 from tests.support.pefactory import write_pe
+from tests.support.runs import run_bundle
 
 WINDOWSML = "ort-1.30.0-windowsml-directml"
 

@@ -45,8 +45,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CPU, HELLO, REPO, require
 from tests.support.mingw import compile_c
+from tests.support.paths import CPU, HELLO, REPO
+from tests.support.skips import require
 from tests.support.winbuild import OFFLINE_PIP, WinBuilds, mirror
 from tests.support.winpython import VERSIONS, WinPython, winpath
 

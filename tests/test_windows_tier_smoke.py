@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_bundle
+from tests.support.paths import REPO
+from tests.support.runs import run_bundle
 from tests.support.winpython import WinPython, winpath
 
 pytestmark = pytest.mark.real_tools

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
 from tests.support import cli_budget
+from tests.support.paths import REPO
 from tests.support.winpython import VERSIONS, WinPython, winpath
 
 SELECTION = "not real_tools and not posix_only"

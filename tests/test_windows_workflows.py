@@ -41,15 +41,16 @@ from filelock import FileLock
 from bundler.binary.signatures import FINDING_CODES as SIGNATURE_CODES
 from bundler.closure.lock import LOCK_NAME
 from bundler.disk.digest import file_sha256
-from tests.conftest import CPU, DIRECTML, GPU, HELLO, REPO, run_bundle, test_cache_dir
 from tests.support.archives import read_back
 from tests.support.batch import Cmd, files_under, target_arg
 from tests.support.builds import GENERATED
 from tests.support.builds import build as linux_build
 from tests.support.cache_links import linked_cache
 from tests.support.inno import InnoSetup
+from tests.support.paths import CPU, DIRECTML, GPU, HELLO, REPO, test_cache_dir
 from tests.support.replica import ORT_GPU_WHEEL_SHA256, Replica, replica_profile
 from tests.support.replica import replica as replica  # the module fixture, reused
+from tests.support.runs import run_bundle
 from tests.support.winbuild import WinBuilds, done_with, mirror
 from tests.support.winpython import VERSIONS, WinPython, winpath
 

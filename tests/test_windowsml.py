@@ -22,7 +22,8 @@ import pytest
 
 from bundler.closure.vcruntime import VC_RUNTIME_DLLS
 from bundler.target.profiles import available_profiles, load_profile
-from tests.conftest import HELLO, cli, pip_env
+from tests.support.paths import HELLO
+from tests.support.runs import cli, pip_env
 from tests.support.wine import Wine
 
 pytestmark = pytest.mark.real_tools

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import HELLO, RealDlls
+from tests.support.paths import HELLO
+from tests.support.real_dlls import RealDlls
 from tests.support.wine import Wine, WineRun
 
 realdata = pytest.mark.realdata  # every test but the parser's

@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 
 from bundler.audit.judge import audit
-from tests.conftest import GPU, run_bundle
+from tests.support.paths import GPU
+from tests.support.runs import run_bundle
 
 
 def codes(folder: Path, profile: str = GPU) -> list[str]:

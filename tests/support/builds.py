@@ -1,6 +1,6 @@
 """`bundle build` as the tests run it on the session's caches, and copies of a built folder.
 
-`build` runs the command (tests.conftest.bundle_from_cache); GENERATED names the files a build
+`build` runs the command (tests.support.runs.bundle_from_cache); GENERATED names the files a build
 writes beside its payload (the lock and its views, which the lock does not list). A field
 failure is made from a copy of a built folder: `linked_copy` and `broken_copy` make one of hard
 links, minus a file or a few; `patched_copy` makes a real copy of one file, to patch it without
@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from tests.conftest import bundle_from_cache
+from tests.support.runs import bundle_from_cache
 
 # Views of the lock written beside it; not payload, so not in the lock.
 GENERATED = (

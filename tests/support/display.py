@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import require
 from tests.support.inno import Xvfb
+from tests.support.skips import require
 from tests.support.wine import SERVER_TIMEOUT, Wine, require_wine
 from tests.support.wineprefix import replace_file
 

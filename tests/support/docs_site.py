@@ -9,7 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import REPO, require
+from tests.support.paths import REPO
+from tests.support.skips import require
 
 
 def built_site(tmp_path: Path) -> Path:

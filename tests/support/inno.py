@@ -35,7 +35,8 @@ from pathlib import Path, PureWindowsPath
 
 import pytest
 
-from tests.conftest import require, test_cache_dir
+from tests.support.paths import test_cache_dir
+from tests.support.skips import require
 from tests.support.wine import SERVER_TIMEOUT, Wine, require_wine
 from tests.support.wineprefix import seed
 

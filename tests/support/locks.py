@@ -11,7 +11,7 @@ from bundler.closure.lock import LOCK_NAME, Lock, LockedFile
 from bundler.closure.lockfile import write_lock
 from bundler.disk.digest import file_sha256
 from bundler.target.profiles import GpuDriver
-from tests.conftest import GPU
+from tests.support.paths import GPU
 
 DRIVER = GpuDriver("nvcuda.dll", 12, "527.41", "NVIDIA CUDA Toolkit Release Notes")
 

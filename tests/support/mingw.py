@@ -6,7 +6,7 @@ redistributable (tests/fixtures/standins/build.sh: `standins`) and bundle-doctor
 (doctor/build.sh: `doctor_exe`). A few tests compile one C file of their own (`compile_c`).
 Before any of it the compilers it needs are looked for, so that a machine without mingw-w64
 skips with the package to install, and CI, where a skip would pass silently, fails
-(`tests.conftest.require`). Every script takes its output folder as its only argument and is
+(`tests.support.skips.require`). Every script takes its output folder as its only argument and is
 reproducible: the tests that rebuild one and compare bytes call `run_build_script` too.
 """
 
@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, require
+from tests.support.paths import REPO
+from tests.support.skips import require
 
 GCC = "x86_64-w64-mingw32-gcc"
 GCC_X86 = "i686-w64-mingw32-gcc"

@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 
 from bundler.rules.derive.index import normalize
-from tests.conftest import pip_env, require, test_cache_dir
 from tests.support.httpserver import HttpServer
+from tests.support.paths import test_cache_dir
+from tests.support.runs import pip_env
+from tests.support.skips import require
 
 ORT_120 = "onnxruntime_gpu-1.20.2-cp311-cp311-win_amd64.whl"
 

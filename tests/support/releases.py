@@ -21,7 +21,7 @@ from jsonschema import Draft7Validator
 
 from bundler.closure.lock import LOCK_NAME, Lock, LockedFile
 from bundler.closure.lockfile import write_lock
-from tests.conftest import CPU, REPO
+from tests.support.paths import CPU, REPO
 
 # spdx-tools' command line, as its console script `pyspdxtools` runs it
 PYSPDXTOOLS = (sys.executable, "-m", "spdx_tools.spdx.clitools.pyspdxtools")

@@ -28,8 +28,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, RealDlls, require
+from tests.support.paths import REPO
+from tests.support.real_dlls import RealDlls
 from tests.support.scratch import scratch
+from tests.support.skips import require
 
 TOP = "onnxruntime-win-x64-gpu-1.19.2"
 ZIP_NAME = f"{TOP}.zip"

@@ -38,8 +38,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import GPU, HELLO, require, test_cache_dir
 from tests.support.cache_links import linked_cache
+from tests.support.paths import GPU, HELLO, test_cache_dir
+from tests.support.skips import require
 from tests.support.winpython import WinPython, winpath
 
 # pip is never asked for the network; the host's pip settings (PIP_FIND_LINKS to a Unix
@@ -157,7 +158,7 @@ def version_of(item: pytest.Item | None) -> str | None:
 
 def profiles_after(item: pytest.Item) -> set[str]:
     """The profiles that tests after `item` of its Windows version name. With pytest-xdist
-    a version's tests are one group, run on one worker in this order (tests/conftest.py)."""
+    a version's tests are one group, run on one worker in this order (tests/support/tiers.py)."""
     items = item.session.items
     version = version_of(item)
     later = items[items.index(item) + 1 :] if item in items else []

@@ -29,7 +29,7 @@ from typing import IO
 
 import pytest
 
-from tests.conftest import require
+from tests.support.skips import require
 from tests.support.wineprefix import seed
 
 NATIVE_VC_RUNTIME = "msvcp140,msvcp140_1,vcruntime140,vcruntime140_1=n"

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from tests.conftest import test_cache_dir
+from tests.support.paths import test_cache_dir
 
 # What Wine reads and never writes: hard-linked into each clone.
 LINKED = frozenset(

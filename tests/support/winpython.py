@@ -34,7 +34,8 @@ from pathlib import Path, PurePath
 
 import pytest
 
-from tests.conftest import REPO, require
+from tests.support.paths import REPO
+from tests.support.skips import require
 from tests.support.wine import Wine, private_prefix
 
 VERSIONS = ("3.11", "3.13")
@@ -76,7 +77,7 @@ class WinPython:
         env: dict[str, str] | None = None,
         timeout: float = TIMEOUT,
     ) -> subprocess.CompletedProcess[str]:
-        """`bundle ARGS`, as `python.exe -m bundler ARGS` (tests.conftest.run_bundle's twin)."""
+        """`bundle ARGS`, as `python.exe -m bundler ARGS` (tests.support.runs.run_bundle's twin)."""
         return self.python(
             "-m",
             "bundler",

