@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from bundler.errors import ExitCode
 from tests.support.releases import (
@@ -23,6 +22,8 @@ from tests.support.releases import (
     PYSPDXTOOLS,
     SETUP,
     built_bundle,
+    consumer,
+    load_yaml,
     lock_pins,
     script,
     sha256sum_check,
@@ -53,6 +54,7 @@ def test_sha256sum_checks_every_published_file(tmp_path: Path) -> None:
 
 
 def test_the_statement_parses_with_in_toto_and_pins_what_the_lock_pins(tmp_path: Path) -> None:
+    consumer("in_toto_attestation")
     from google.protobuf import json_format
     from in_toto_attestation.predicates.provenance.v1 import provenance_pb2
     from in_toto_attestation.v1 import statement_pb2
@@ -81,6 +83,7 @@ def test_the_statement_parses_with_in_toto_and_pins_what_the_lock_pins(tmp_path:
 
 
 def test_the_sboms_validate_with_spdx_tools_and_cyclonedx(tmp_path: Path) -> None:
+    consumer("cyclonedx"), consumer("spdx_tools")
     from cyclonedx.schema import SchemaVersion
     from cyclonedx.validation.json import JsonStrictValidator
 
@@ -130,7 +133,7 @@ def test_the_winget_manifests_validate_with_the_scopes_the_script_allows(
     ]  # fmt: skip
     for manifest in folder.iterdir():
         assert winget_errors(manifest) == [], manifest.name
-    installer = yaml.safe_load((folder / "Example.Hello.installer.yaml").read_text("utf-8"))
+    installer = load_yaml(folder / "Example.Hello.installer.yaml")
     assert installer["InstallerType"] == "inno"
     assert installer["ProductCode"] == "{1A734286-2D97-54EA-B2DD-44C7A68DAA90}_is1"
     assert installer["MinimumOSVersion"] == "10.0.10240"
@@ -243,7 +246,7 @@ def test_the_web_setup_of_a_runtime_pack_gets_the_manifests_when_named(tmp_path:
     done = run_bundle("publish", str(dist), *WINGET, *URL, "--winget-setup", "hello-web.exe")
     assert done.returncode == 0, done.stderr
     folder = dist / "release" / "winget" / "Example.Hello"
-    installer = yaml.safe_load((folder / "Example.Hello.installer.yaml").read_text("utf-8"))
+    installer = load_yaml(folder / "Example.Hello.installer.yaml")
     [entry] = installer["Installers"]
     assert entry["InstallerUrl"].endswith("/hello-web.exe")
     assert entry["InstallerSha256"] == hashlib.sha256(b"MZ web setup").hexdigest().upper()

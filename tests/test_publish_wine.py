@@ -19,11 +19,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.support.inno import InnoSetup, read_setup_log
 from tests.support.paths import hello_app
-from tests.support.releases import PYSPDXTOOLS, lock_pins, sha256sum_check
+from tests.support.releases import PYSPDXTOOLS, load_yaml, lock_pins, sha256sum_check
 from tests.support.runs import bundle_from_cache, run_bundle
 
 UNINSTALL = r"Software\Microsoft\Windows\CurrentVersion\Uninstall"
@@ -91,7 +90,7 @@ def test_each_scope_installs_with_the_manifest_switches_under_its_product_code(
     )
     assert spdx.returncode == 0 and "invalid" not in spdx.stderr, spdx.stderr
     folder = release / "winget" / "Example.Hello"
-    manifest = yaml.safe_load((folder / "Example.Hello.installer.yaml").read_text("utf-8"))
+    manifest = load_yaml(folder / "Example.Hello.installer.yaml")
     code = manifest["ProductCode"]
     assert {i["Scope"] for i in manifest["Installers"]} == scopes
     setup = release / json.loads(done.stdout)["winget"]["setup"]

@@ -16,14 +16,27 @@ from pathlib import Path
 from typing import Any
 
 import py7zr
-import yaml
-from jsonschema import Draft7Validator
 
 from bundler.closure.lock import LOCK_NAME, Lock, LockedFile
 from bundler.closure.lockfile import write_lock
 from tests.support.paths import CPU, REPO
+from tests.support.skips import require, require_module
 
 # spdx-tools' command line, as its console script `pyspdxtools` runs it
+# The published files' consumers are test dependencies of the Linux run (pip install -e .[test]);
+# the Windows unit tier has none of them and skips with this reason (tests/test_windows_unit_tier).
+CONSUMER_ABSENT = "a consumer of the published files is not installed (pip install -e .[test]): "
+
+
+def consumer(module: str) -> Any:
+    """The consumer `module` (yaml, jsonschema, in_toto_attestation, spdx_tools, cyclonedx)."""
+    return require_module(module, CONSUMER_ABSENT + module)
+
+
+def load_yaml(path: Path) -> Any:
+    return consumer("yaml").safe_load(path.read_text(encoding="utf-8"))
+
+
 PYSPDXTOOLS = (sys.executable, "-m", "spdx_tools.spdx.clitools.pyspdxtools")
 SCHEMAS = REPO / "tests" / "fixtures" / "winget-schemas" / "1.12.0"
 APP_ID = "{{1A734286-2D97-54EA-B2DD-44C7A68DAA90}"
@@ -93,7 +106,7 @@ def built_bundle(folder: Path, scope: str = "machine") -> Path:
 
 def sha256sum_check(folder: Path) -> list[str]:
     """`sha256sum -c SHA256SUMS` in `folder`: the names it checked (asserting it passed)."""
-    assert shutil.which("sha256sum"), "coreutils' sha256sum is needed"
+    require(shutil.which("sha256sum") is not None, "coreutils' sha256sum is not on PATH")
     done = subprocess.run(
         ["sha256sum", "-c", "SHA256SUMS"], cwd=folder, capture_output=True, text=True
     )
@@ -103,11 +116,13 @@ def sha256sum_check(folder: Path) -> list[str]:
 
 def winget_errors(manifest: Path) -> list[str]:
     """The schema's complaints about one manifest (its ManifestType picks the schema)."""
-    data = yaml.safe_load(manifest.read_text(encoding="utf-8"))
+    data = load_yaml(manifest)
     schema = json.loads(
         (SCHEMAS / f"manifest.{data['ManifestType']}.1.12.0.json").read_text("utf-8")
     )
-    return [error.message for error in Draft7Validator(schema).iter_errors(data)]
+    return [
+        error.message for error in consumer("jsonschema").Draft7Validator(schema).iter_errors(data)
+    ]
 
 
 def lock_pins(lock: Path) -> dict[str, str]:
