@@ -299,3 +299,23 @@ def test_profiles_new_as_json_carries_the_profile_and_where_it_went(tmp_path: Pa
     assert data["path"] == str(tmp_path / "p.toml") and data["profile_toml"] == text
     assert "onnxruntime.dll" in data["roots"]
     assert json.loads(profile_views.profile_new_json(derived, None))["path"] is None
+
+
+def test_build_json_and_render_json_say_alike_how_the_setup_compiles(tmp_path: Path) -> None:
+    """Issue 41: a pipeline reading `bundle build --json` (as the Action does) learns ISCC's
+    arguments there too; both views come from one function, checked here on a pack setup."""
+    from bundler.cli.build_views import compile_part
+    from bundler.render.iss import IssResult
+
+    script = tmp_path / "setup.iss"
+    result = IssResult(script, "1.0", False, 3, pack_script=tmp_path / "bundle-pack.iss")
+    part = compile_part(result)
+    assert part["iscc_args"] == ["/Sbundlepack=$p"]
+    assert str(part["compile"]).endswith(f'"{script}"') and "/Sbundlepack=$p" in str(
+        part["compile"]
+    )
+    assert powershell.words(str(part["compile_powershell"])) == [
+        "iscc",
+        "/Sbundlepack=$p",
+        str(script),
+    ]

@@ -96,7 +96,7 @@ def build_json(result: BuildResult) -> str:
         "removed_by_clean": list(result.deployment.removals),
         "stale": list(result.deployment.stale),
         "lock": json.loads(result.lock.to_json()),
-        "iss": dataclasses.asdict(result.iss) if result.iss else None,
+        "iss": dataclasses.asdict(result.iss) | compile_part(result.iss) if result.iss else None,
         "archive": dataclasses.asdict(result.archive) if result.archive else None,
         "postbuild": dataclasses.asdict(result.postbuild) if result.postbuild else None,
         "settings": result.settings,
@@ -185,12 +185,18 @@ def iss_json(result: IssResult, picked: Options | None = None) -> str:
     ISCC's arguments before the script, without the signing one); `settings`: those the
     command resolved, each with its origin (`render iss`: the cache folder)."""
     data = {"schema_version": 1, **_paths(dataclasses.asdict(result))}
-    extra = {
+    return json.dumps(data | compile_part(result) | settings_part(picked), indent=2)
+
+
+def compile_part(result: IssResult) -> dict[str, object]:
+    """How the app's setup compiles, for `bundle render iss --json` and `bundle build --json`
+    alike (docs/runtime-pack.md promises both): the command for this system's shell, for
+    PowerShell, and ISCC's arguments before the script without quoting."""
+    return {
         "compile": _iscc_line(result),
         "compile_powershell": _iscc_line_powershell(result),
         "iscc_args": list(_iscc_args(result)),
     }
-    return json.dumps(data | extra | settings_part(picked), indent=2)
 
 
 def _iscc_args(result: IssResult) -> tuple[str, ...]:
