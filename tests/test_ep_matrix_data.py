@@ -26,15 +26,14 @@ from bundler.eps.choice import chosen_packs
 from bundler.eps.matrix import PairProof, load_matrix
 from bundler.eps.plugins import available_packs, load_pack
 from bundler.errors import EpPairFailedError, ProfileError
-from bundler.ship.doctor import ort_version
 from bundler.target.profile_names import version_key
-from bundler.target.profiles import available_profiles, load_profile
+from bundler.target.profiles import available_profiles, load_profile, profile_ort_release
 
 
 def core_release(profile: str) -> str:
     """The ORT release of the profile's core as ORT reports it: the package version's first
     three parts (onnxruntime-windowsml's versions have a fourth, its build)."""
-    return ".".join((ort_version(load_profile(profile)) or "").split(".")[:3])
+    return ".".join((profile_ort_release(load_profile(profile)) or "").split(".")[:3])
 
 
 def problems(pairs: dict[tuple[str, str], PairProof]) -> list[str]:
@@ -148,7 +147,7 @@ def test_the_build_takes_every_allowed_pair_the_real_data_does_not_record_as_fai
     (none in the run of 2026-12-05), taken where it registered or did not run."""
     minimum = {name: load_pack(name).min_ort for name in available_packs()}
     for (profile, pack), proof in load_matrix().items():
-        release = ort_version(load_profile(profile)) or ""
+        release = profile_ort_release(load_profile(profile)) or ""
         if version_key(release) < version_key(minimum[pack]):
             continue  # exit 25 by min_ort (tests/test_ep_packs_build.py)
         if proof.failed:

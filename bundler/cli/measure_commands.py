@@ -135,11 +135,10 @@ def _release(ort: str | None, profile: str | None) -> tuple[str, str | None]:
     if not profile:
         raise ConfigError("give the bundle's ORT release with --ort (or its --profile).")
     from bundler.pruning.prune import cudnn_version
-    from bundler.ship.doctor import ort_version
-    from bundler.target.profiles import load_profile
+    from bundler.target.profiles import load_profile, profile_ort_release
 
     chosen = load_profile(profile)
-    release = ort_version(chosen)
+    release = profile_ort_release(chosen)
     if release is None:
         raise ConfigError(f"profile {chosen.name} ships no onnxruntime.dll; give --ort.")
     return release, cudnn_version(chosen)

@@ -16,7 +16,7 @@ from bundler.closure.plan import EdgeKind, Plan, Status
 from bundler.errors import InputFileError
 from bundler.ship.output_folder import Placement
 from bundler.ship.placements import Placed, Source
-from bundler.target.profiles import Profile, dll_key
+from bundler.target.profiles import dll_key
 from bundler.target.resources import doctor_exe
 
 ORT_DLL = "onnxruntime.dll"
@@ -43,16 +43,6 @@ def load_order(plan: Plan) -> tuple[str, ...]:
     keys += [edge.child for edge in plan.edges if edge.kind is EdgeKind.RUNTIME]
     ordered = dict.fromkeys(key for key in keys if key in bundled)
     return tuple(bundled[key] for key in ordered)
-
-
-def ort_version(profile: Profile) -> str | None:
-    """The ORT release of the artifact that provides onnxruntime.dll: its version, less a
-    build stamp (onnxruntime-windowsml 1.30.0.202609102321 is ORT 1.30.0, what
-    GetVersionString() reports and bundle-doctor compares)."""
-    for artifact in profile.artifacts:
-        if any(dll_key(name) == dll_key(ORT_DLL) for name in artifact.provides):
-            return ".".join(artifact.version.split(".")[:3])
-    return None
 
 
 def with_gpu_code(lock: Lock, placed: Sequence[Placed], previous: Lock | None) -> Lock:

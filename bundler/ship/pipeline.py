@@ -54,7 +54,7 @@ from bundler.render.render_settings import IssSettings, PostbuildSettings
 from bundler.render.sbom import SBOM_NAME, write_sbom
 from bundler.reporter import Reporter
 from bundler.ship.deploy import Deployment, apply, output_lock, plan_deployment
-from bundler.ship.doctor import doctor_placement, load_order, ort_version, with_gpu_code
+from bundler.ship.doctor import doctor_placement, load_order, with_gpu_code
 from bundler.ship.ep_deploy import locked_packs, pack_placements, require_pack_closure, with_packs
 from bundler.ship.output_folder import Counters, Placement
 from bundler.ship.placements import (
@@ -67,7 +67,7 @@ from bundler.ship.placements import (
     require_complete,
     require_pins,
 )
-from bundler.target.profiles import Profile, load_profile
+from bundler.target.profiles import Profile, load_profile, profile_ort_release
 from bundler.target.system import load_system_policy
 
 if TYPE_CHECKING:  # bundler.ship.archive (py7zr) is imported only when --archive asks for it
@@ -149,7 +149,11 @@ def preflight(options: BuildOptions) -> Preflight:
     GPU targets, the archive, the EP packs) fails here, before any download."""
     profile = load_profile(options.profile)
     packs = chosen_packs(
-        options.eps, profile.name, profile.architecture, ort_version(profile), options.options
+        options.eps,
+        profile.name,
+        profile.architecture,
+        profile_ort_release(profile),
+        options.options,
     )
     (app,) = read_inputs([options.exe], profile, options.search)
     out = options.out or options.exe.parent
@@ -229,7 +233,7 @@ def prune_for(
     when `options.evidence` names one (refused when it does not fit), else from the evidence
     table measured for this profile's ORT release and cuDNN, when the app runs the CUDA EP with
     the options it was measured with."""
-    ort = ort_version(profile)
+    ort = profile_ort_release(profile)
     if options.evidence is not None:
         source = measured_source(options.evidence, options.cuda_options, models, profile)
         return decide(plan, models, source, "")
@@ -250,7 +254,7 @@ def measured_source(
     naming every mismatch (a model changed, another ORT release or cuDNN, other CUDA EP
     options than the app declares)."""
     app = read_app_evidence(path)
-    found = problems(app, models, ort_version(profile) or "", cudnn_version(profile))
+    found = problems(app, models, profile_ort_release(profile) or "", cudnn_version(profile))
     if cuda_options and dict(cuda_options) != app.provider_options:
         found.append(
             f"{app.name} was measured with CUDA EP options {app.provider_options}, the app "
@@ -368,7 +372,7 @@ def _lock(
         vc_runtime_min=required_vc_runtime(plan),
         gpu_driver=profile.gpu_driver,
         cuda_ep=profile.cuda_ep,
-        ort_version=ort_version(profile),
+        ort_version=profile_ort_release(profile),
         gpus=options.gpu_targets(profile),
         loads=load_order(plan) if options.doctor else (),
         doctor=options.doctor,

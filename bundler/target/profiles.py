@@ -201,10 +201,12 @@ class Profile:
 
 
 def profile_ort_release(profile: Profile) -> str | None:
-    """The version of the artifact that provides onnxruntime.dll (the profile's ORT release)."""
+    """The ORT release of the artifact that provides onnxruntime.dll: its version, less a
+    build stamp (onnxruntime-windowsml 1.30.0.202609102321 is ORT 1.30.0, what
+    GetVersionString() reports and bundle-doctor compares)."""
     for artifact in profile.artifacts:
         if any(dll_key(name) == "onnxruntime.dll" for name in artifact.provides):
-            return artifact.version
+            return ".".join(artifact.version.split(".")[:3])
     return None
 
 
