@@ -5,7 +5,8 @@ with PyYAML); actionlint on the example workflow and on the action's steps laid 
 reusable workflow (its expression and context checks); and the action's steps run here, in
 order, by a small stand-in for the runner (their `if:` conditions and `${{ }}` values evaluated,
 `uses:` steps recorded instead of run) against the real CLI: the cache key, the build, the audit
-and its report, what fails the job. Windows-only steps (ISCC, pwsh) are not run here.
+and its report, what fails the job; and the compile step itself, with an `iscc` on PATH that runs
+the real ISCC under Wine (`test_the_compile_step_compiles_every_setup_with_the_builds_arguments`).
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from typing import Any
 
 import pytest
 
-from tests.support.paths import CPU, GPU, HELLO, REPO
+from tests.support.inno import InnoSetup
+from tests.support.paths import CPU, GPU, HELLO, REPO, hello_app
 from tests.support.runs import pip_env
+from tests.support.signing import PASSWORD, install_osslsigncode, make_pki
 from tests.support.workflows import actionlint, load_yaml, yaml_module
 
 ACTION = REPO / "action.yml"
@@ -282,11 +285,13 @@ def run_action(
     uses_outputs: dict[str, dict[str, str]] | None = None,
     os_name: str = "Linux",
     stand_ins: dict[str, Callable[[], dict[str, str]]] | None = None,
+    programs: dict[str, str] | None = None,
 ) -> Run:
     """Run action.yml's steps as a Linux runner would, with the CLI of this checkout (the
     install step is left out: it would install this checkout again). `os_name` is what
-    runner.os says; a pwsh step (Windows only) is replaced by its `stand_ins` entry, which does
-    what the step would and returns its outputs."""
+    runner.os says; a step in `stand_ins` is replaced by its entry, which does what the step
+    would and returns its outputs; `programs` are more scripts on PATH (name: text), such as
+    an `iscc` that runs the real ISCC under Wine."""
     data = action()
     given = {name: spec.get("default", "") for name, spec in data["inputs"].items()} | inputs
     context: dict[str, Any] = {
@@ -299,8 +304,12 @@ def run_action(
     # `python` and `bundle` of this interpreter first on PATH, as setup-python would put them
     tools = runner_temp / "_tools"
     tools.mkdir(parents=True, exist_ok=True)
-    for name, command in (("python", ""), ("bundle", " -m bundler")):
-        (tools / name).write_text(f'#!/bin/sh\nexec "{sys.executable}"{command} "$@"\n')
+    scripts = {
+        name: f'#!/bin/sh\nexec "{sys.executable}"{command} "$@"\n'
+        for name, command in (("python", ""), ("bundle", " -m bundler"))
+    }
+    for name, text in (scripts | (programs or {})).items():
+        (tools / name).write_text(text)
         (tools / name).chmod(0o755)
     base_env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "BUNDLE_"))},
@@ -332,7 +341,7 @@ def run_action(
             outputs = dict((uses_outputs or {}).get(step_id, {}))
         elif step_id == "install":
             run.outcomes[name] = "success"
-        elif step["shell"] == "pwsh" and step_id in (stand_ins or {}):
+        elif step_id in (stand_ins or {}):
             run.outcomes[name] = "success"
             outputs = (stand_ins or {})[step_id]()
         else:
@@ -523,7 +532,7 @@ def test_a_failing_build_fails_the_job_before_audit(tmp_path: Path) -> None:
 
 
 def test_publish_and_attest_follow_the_compile_step(action_workspace: tuple[Path, Path]) -> None:
-    """With publish and attest on a Windows runner: the compile step (pwsh, stood in for by a
+    """With publish and attest on a Windows runner: the compile step (stood in for by a
     setup file where ISCC would write it) then `bundle publish` for real, its release folder
     uploaded, and attest-build-provenance given its SHA256SUMS as subject-checksums."""
     workspace, temp = action_workspace
@@ -554,3 +563,133 @@ def test_publish_and_attest_follow_the_compile_step(action_workspace: tuple[Path
     statement = json.loads((release / "bundle.provenance.json").read_text(encoding="utf-8"))
     builder = statement["predicate"]["runDetails"]["builder"]["id"]
     assert builder == f"https://github.com/{WORKFLOW_REF}"
+
+
+# --- the compile step for real: every setup of the build's JSON, ISCC under Wine -------------
+
+PASSWORD_ENV = "ACTION_TEST_PFX_PASSWORD"  # not BUNDLE_*: the stand-in runner drops those
+PACK_URL = "https://downloads.example.com/hello/packs"
+
+ISCC = """#!{python}
+# `iscc` for the Action's compile step: the real ISCC.exe under Wine. Unix paths become the Z:\\
+# paths Wine maps; every other argument is handed on as the step gave it, and logged.
+import json, os, subprocess, sys
+def windows(arg):
+    if arg.startswith("/O/"):
+        return "/O" + windows(arg[2:])
+    if arg.startswith("/") and os.path.exists(arg):
+        return "Z:" + arg.replace("/", "\\\\")
+    return arg
+with open({log!r}, "a", encoding="utf-8") as log:
+    log.write(json.dumps(sys.argv[1:]) + "\\n")
+env = {{**os.environ, **{wine!r}}}
+command = ["wine", {iscc!r}, *map(windows, sys.argv[1:])]
+sys.exit(subprocess.run(command, env=env, stdin=subprocess.DEVNULL).returncode)
+"""
+
+
+def wine_iscc(inno: InnoSetup, log: Path) -> str:
+    """The text of an `iscc` program that runs ISCC.exe in the `inno` prefix."""
+    keep = ("WINEPREFIX", "WINEARCH", "WINEDEBUG", "DISPLAY")
+    everything = inno.environment("-all", None, None)
+    wine = {name: everything[name] for name in keep if name in everything}
+    return ISCC.format(python=sys.executable, log=str(log), wine=wine, iscc=str(inno.iscc))
+
+
+def osslsigncode_verifies(exe: Path, ca: Path) -> bool:
+    checked = subprocess.run(
+        ["osslsigncode", "verify", "-CAfile", str(ca), "-in", str(exe)],
+        capture_output=True,
+        timeout=60,
+    )
+    return checked.returncode == 0
+
+
+CASES = {
+    # name: [render] and [sign] lines, then each setup's kind, signed, runtime_pack
+    "signed": (False, True, [("app", True, None)]),
+    "runtime-pack": (True, False, [("full", False, "appended"), ("web", False, "downloaded")]),
+    "signed-runtime-pack": (True, True, [("full", True, "appended"), ("web", True, "downloaded")]),
+}
+
+
+def action_bundle_toml(pack: bool, sign: Path | None) -> str:
+    """examples/hello's CPU bundle, fast to compile (zip/1): with a runtime pack and a pack URL
+    (the full and the web setup), and with a [sign] table for the test CA's PFX `sign`."""
+    toml = f'[build]\nexe = "hello.exe"\nprofile = "{CPU}"\nout = "dist"\n\n'
+    toml += '[render]\ncompression = "zip/1"\n'
+    toml += f'runtime_pack = true\npack_url = "{PACK_URL}"\n' if pack else ""
+    if sign is not None:
+        toml += f'\n[sign]\ntool = "osslsigncode"\ncertificate = "{sign}"\n'
+        toml += f'password_env = "{PASSWORD_ENV}"\n'
+    return toml
+
+
+@pytest.mark.real_tools
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_compile_step_compiles_every_setup_with_the_builds_arguments(
+    case: str, inno: InnoSetup, cpu_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 41: a bundle with a [sign] table, a runtime pack with a pack URL, or both, through
+    the Action's own steps on a Windows runner: the compile step hands ISCC, for each setup in
+    order, exactly the arguments of `bundle build --json` (iss.setups); every setup it writes
+    (and the pack) verifies against the test CA when signed, the full setup holds the pack and
+    the web setup not, and publish lists them all. ISCC given the script alone, as the Action
+    did before, refuses it."""
+    pack, signed, kinds = CASES[case]
+    pki = make_pki(tmp_path) if signed else None
+    if pki is not None:
+        install_osslsigncode(inno, tmp_path)
+        monkeypatch.setenv(PASSWORD_ENV, PASSWORD)
+    workspace, temp = tmp_path / "workspace", tmp_path / "temp"
+    hello_app(workspace / "app", action_bundle_toml(pack, pki.pfx if pki else None))
+    shutil.copytree(cpu_cache, temp / "ort-bundle-cache", copy_function=os.link)
+    calls = tmp_path / "iscc-calls.jsonl"
+    inputs = {"config": "app/bundle.toml", "build-args": "--offline\n", "publish": "true"}
+    run = run_action(
+        inputs,
+        workspace,
+        temp,
+        uses_outputs={"cache": {"cache-hit": "true"}},
+        os_name="Windows",
+        programs={"iscc": wine_iscc(inno, calls)},
+    )
+    assert not run.failed, run.log
+    assert run.outcomes["Compile the installer (Inno Setup)"] == "success"
+    build = json.loads((temp / "ort-bundle-build.json").read_text(encoding="utf-8"))
+    setups = build["iss"]["setups"]
+    assert [(s["kind"], s["signed"], s["runtime_pack"]) for s in setups] == kinds
+    output = workspace / "app" / "dist" / "Output"
+    handed = [json.loads(line) for line in calls.read_text(encoding="utf-8").splitlines()]
+    scripts = [str(workspace / s["script"]) for s in setups]  # the build's, from the workspace
+    assert handed == [["/Q", f"/O{output}", *s["iscc_args"], scripts.pop(0)] for s in setups]
+    command = workspace / "app" / "dist" / "signtool.txt"  # the sign command, as rendered
+    sign = [f"/Sbundlesign={command.read_text('utf-8')}"] if signed else []
+    wanted = (["/Sbundlepack=$p"] if pack else []) + sign
+    assert handed[0][2:-1] == wanted and (not pack or handed[1][2:-1] == wanted[1:])
+    assert PASSWORD not in run.log and PASSWORD not in json.dumps(build)
+
+    exes = sorted(output.glob("*.exe"))
+    web = [exe for exe in exes if exe.stem.endswith("-web")]
+    (full,) = [exe for exe in exes if exe not in web]
+    assert len(web) == pack and run.action_outputs()["setup"] == str(full)
+    packs = list((temp / "ort-bundle-cache").glob("runtime-packs/*/bundle-pack-*.exe"))
+    assert len(packs) == pack
+    for exe in (*exes, *packs) if pki else ():
+        assert osslsigncode_verifies(exe, pki.ca_pem), exe
+    published = [*exes, *packs]
+    for exe in packs:
+        parts = sorted(exe.parent.glob(f"{exe.stem}-*.bin"))
+        published += parts
+        for piece in (exe, *parts):  # appended to the full setup by the Sign Tool bundlepack
+            assert piece.read_bytes() in full.read_bytes(), piece
+            assert piece.read_bytes() not in web[0].read_bytes(), piece  # web downloads it
+    release = Path(run.action_outputs()["release"])
+    listed = (release / "SHA256SUMS").read_text(encoding="utf-8")
+    for path in published:
+        assert f"  {path.name}\n" in listed, path.name
+
+    # what the Action's step did before: the script alone, which ISCC refuses
+    alone = inno.compile(workspace / setups[0]["script"], tmp_path / "alone")
+    assert alone.returncode != 0
+    assert 'Value of [Setup] section directive "SignTool" is invalid' in alone.stdout + alone.stderr

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bundler.cli.compile_views import compile_part, compiles, iscc_line, iscc_line_powershell
 from bundler.cli.dry_run_views import settings_part
 from bundler.cli.sizes import human_size
 from bundler.closure.lock import LOCK_NAME
@@ -166,60 +167,32 @@ def iss_report(result: IssResult) -> str:
             "  note: the app has no version resource and none was given (--app-version or "
             "[render] app_version in bundle.toml): the setup shows no version"
         )
-    lines.append(f"  compile it with: {_iscc_line(result)}")
-    if os.name == "nt" and _iscc_args(result):  # cmd's line; PowerShell would expand $p in it
-        lines.append(f"  in PowerShell: {_iscc_line_powershell(result)}")
-    if result.sign_command is not None:
-        from bundler.render.sign import SIGN_TOOL_NAME
-
-        lines.append(
-            f'  signed: add "/S{SIGN_TOOL_NAME}=COMMAND", COMMAND the line in {result.sign_command}'
-        )
-    if result.web_script is not None:
-        lines.append(f'  web setup (downloads the runtime pack): iscc "{result.web_script}"')
+    lines += compile_lines(result)
     return "\n".join(lines)
 
 
+def compile_lines(result: IssResult) -> list[str]:
+    """How each setup compiles (bundler.cli.compile_views), on Windows PowerShell's line beside
+    cmd's, which PowerShell would read otherwise."""
+    lines = []
+    for setup in compiles(result):
+        web = setup.kind == "web"
+        what = "web setup (downloads the runtime pack)" if web else "compile it with"
+        lines.append(f"  {what}: {iscc_line(setup)}")
+        if os.name == "nt" and setup.args:
+            lines.append(f"  in PowerShell: {iscc_line_powershell(setup)}")
+        if setup.sign_file is not None and not web:
+            lines.append(f"  signed with the command in {setup.sign_file}")
+    return lines
+
+
 def iss_json(result: IssResult, picked: Options | None = None) -> str:
-    """`bundle render iss --json`: the script written, and how to compile it (`iscc_args`:
-    ISCC's arguments before the script, without the signing one); `settings`: those the
-    command resolved, each with its origin (`render iss`: the cache folder)."""
+    """`bundle render iss --json`: the script written, and how each setup compiles
+    (bundler.cli.compile_views: `setups`, and `iscc_args`, ISCC's arguments before the script,
+    for the first); `settings`: those the command resolved, each with its origin (`render
+    iss`: the cache folder)."""
     data = {"schema_version": 1, **_paths(dataclasses.asdict(result))}
     return json.dumps(data | compile_part(result) | settings_part(picked), indent=2)
-
-
-def compile_part(result: IssResult) -> dict[str, object]:
-    """How the app's setup compiles, for `bundle render iss --json` and `bundle build --json`
-    alike (docs/runtime-pack.md promises both): the command for this system's shell, for
-    PowerShell, and ISCC's arguments before the script without quoting."""
-    return {
-        "compile": _iscc_line(result),
-        "compile_powershell": _iscc_line_powershell(result),
-        "iscc_args": list(_iscc_args(result)),
-    }
-
-
-def _iscc_args(result: IssResult) -> tuple[str, ...]:
-    """With the runtime pack, the full setup compiles only with the Sign Tool that appends the
-    pack (docs/runtime-pack.md)."""
-    from bundler.render.pack_iss import APPEND_TOOL
-
-    return (f"/S{APPEND_TOOL}=$p",) if result.pack_script is not None else ()
-
-
-def _iscc_line(result: IssResult) -> str:
-    """The ISCC command for this system's shell: $p stays literal in cmd's double quotes, in a
-    POSIX shell only in single ones."""
-    quote = '"' if os.name == "nt" else "'"
-    args = "".join(f"{quote}{arg}{quote} " for arg in _iscc_args(result))
-    return f'iscc {args}"{result.path}"'
-
-
-def _iscc_line_powershell(result: IssResult) -> str:
-    """The ISCC command for PowerShell: every argument in single quotes, where nothing is
-    expanded (a quote inside is doubled); in double quotes PowerShell would replace $p."""
-    words = (*_iscc_args(result), str(result.path))
-    return "iscc " + " ".join("'" + word.replace("'", "''") + "'" for word in words)
 
 
 def postbuild_report(result: PostbuildResult) -> str:

@@ -38,7 +38,7 @@ from bundler.render.render_settings import (
     IssSettings,
     version_info,
 )
-from bundler.render.sign import sign_values, write_sign_command
+from bundler.render.sign import sign_command, sign_values, write_sign_command
 
 ISS_NAME = ISS_SCRIPT
 TEMPLATE = "setup.iss.j2"
@@ -58,6 +58,8 @@ class IssResult:
     sign_command: Path | None = None  # signtool.txt: the command for ISCC's /Sbundlesign=
     pack_script: Path | None = None  # bundle-pack.iss, with the runtime pack apart
     web_script: Path | None = None  # setup-web.iss, with a pack URL
+    sign_line: str | None = None  # the command in signtool.txt (names secrets, holds none)
+    components: tuple[str, ...] = ()  # setup.iss's EP-pack components
 
 
 def app_id_for(app_name: str) -> str:
@@ -90,7 +92,13 @@ def write_iss(
     write_text(script, templates.render(TEMPLATE, **values), bom=True, newline="\r\n")
     signing = write_sign_command(templates, settings.sign, script.parent) if settings.sign else None
     result = IssResult(
-        script, values["app_version"], values["disk_spanning"], len(values["files"]), signing
+        script,
+        values["app_version"],
+        values["disk_spanning"],
+        len(values["files"]),
+        signing,
+        sign_line=sign_command(settings.sign) if settings.sign else None,
+        components=tuple(ep["component"] for ep in values["eps"]),
     )
     if pack is None:
         return result
