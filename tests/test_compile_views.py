@@ -126,6 +126,10 @@ def test_the_cmd_line_reads_the_sign_command_from_its_file(tmp_path: Path) -> No
     )
     (plain,) = compiles(IssResult(script, "1.0", False, 3))
     assert _cmd_line(plain) == f'iscc "{script}"'
+    (call,) = compiles(replace(result, sign_line="cmd /c call $p $f"))  # no %: as it is
+    assert _cmd_line(call) == (
+        f'iscc "/Sbundlepack=$p" "/Sbundlesign=cmd /c call $p $f" "{script}"'
+    )
 
 
 def test_ep_packs_are_components_of_the_app_setup(tmp_path: Path) -> None:

@@ -91,11 +91,10 @@ def _posix_line(setup: Compile) -> str:
 
 def _cmd_line(setup: Compile) -> str:
     """$p stays literal in cmd's double quotes; %NAME% would not (cmd expands it on the line
-    typed, the password then on ISCC's command line, which ISCC prints when it signs), so the
-    sign command comes from signtool.txt through a FOR variable, whose value cmd does not
-    expand again."""
+    typed, the password then on ISCC's command line), so a sign command with one comes from
+    signtool.txt through a FOR variable, whose value cmd does not expand again."""
     words = [f'"{arg}"' for arg in setup.args]
-    if setup.sign_file is None:
+    if setup.sign_file is None or not any("%" in arg for arg in setup.args):
         return f'iscc {"".join(word + " " for word in words)}"{setup.script}"'
     words[-1] = words[-1].split("=", 1)[0] + '=%S"'
     args = "".join(word + " " for word in words)
