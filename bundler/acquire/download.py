@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 from bundler.acquire.exchange import Restart, Resumption, Retry, Wire
 from bundler.acquire.part_file import PartFile
 from bundler.config.settings import env_number
+from bundler.config.variables import HTTP_BACKOFF, HTTP_RETRIES, HTTP_TIMEOUT
 from bundler.disk import files
 from bundler.errors import FetchError, IntegrityError, OutputError
 from bundler.progress_meter import ProgressCallback
@@ -35,9 +36,9 @@ if TYPE_CHECKING:  # imported when a download starts: most commands never need t
 
 
 _HEX = re.compile(r"[0-9a-f]+")
-TIMEOUT_ENV = "BUNDLE_HTTP_TIMEOUT"
-RETRIES_ENV = "BUNDLE_HTTP_RETRIES"
-BACKOFF_ENV = "BUNDLE_HTTP_BACKOFF"
+TIMEOUT_ENV = HTTP_TIMEOUT.name  # the names: bundler.config.variables, the one table
+RETRIES_ENV = HTTP_RETRIES.name
+BACKOFF_ENV = HTTP_BACKOFF.name
 
 
 @dataclass(frozen=True)

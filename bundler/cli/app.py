@@ -1,6 +1,7 @@
 """Talk layer: the typer app of the `bundle` command line, its general options and the BUNDLE
 argument its render commands share; every option comes from the one option table
-(bundler.cli.flags). bundler.cli is the only package that prints or exits.
+(bundler.config.option_table, through bundler.cli.flags). bundler.cli is the only package
+that prints or exits.
 
 Each command is a short script: read inputs, decide (resolve into a Plan), show a view of it.
 Errors from the library arrive as BundleError and leave as one line plus a documented exit code

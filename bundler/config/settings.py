@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from bundler.config.environment import variable
+from bundler.config.variables import SOURCE_DATE_EPOCH
 from bundler.errors import ConfigError
 
 
@@ -28,7 +29,7 @@ def env_number(name: str, unit: str, example: str) -> float | None:
     return value
 
 
-SOURCE_DATE_ENV = "SOURCE_DATE_EPOCH"
+SOURCE_DATE_ENV = SOURCE_DATE_EPOCH.name
 
 
 def source_date() -> int | None:

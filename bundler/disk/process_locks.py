@@ -9,10 +9,11 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from bundler.config.settings import env_number
+from bundler.config.variables import LOCK_TIMEOUT
 from bundler.errors import BusyError
 from bundler.reporter import SILENT, Note
 
-LOCK_TIMEOUT_ENV = "BUNDLE_LOCK_TIMEOUT"
+LOCK_TIMEOUT_ENV = LOCK_TIMEOUT.name  # the name: bundler.config.variables, the one table
 WAIT_NOTICE = 1.0  # seconds a lock is waited for before file_lock says so
 
 
