@@ -102,6 +102,11 @@ def build(
     )
     given = {"--profile": profile, "--ort": ort, "--iss": outputs.iss, "--no-iss": outputs.no_iss}
     _validate(picked, given, settings, lambda: options.profile)
+    if writing.dry_run:  # what only a variable sets, named with its origin too
+        from bundler.config.settings import pick_environment
+        from bundler.config.variables import DOWNLOADING, EVIDENCE_DIR
+
+        pick_environment(picked, *DOWNLOADING, EVIDENCE_DIR)
     result = run_build(options, session.of(ctx).reporter, Templates(options.cache_dir))
     typer.echo(build_views.build_json(result) if as_json else build_views.build_report(result))
 

@@ -49,12 +49,15 @@ class Sources:
         return cache_folder(self.cache_dir, picked or Options())
 
     def pick(self, ctx: typer.Context, picked: Options) -> Path:
-        """The cache folder, and --mirror, --offline and --allow-http with their origins, for
-        a dry run to show."""
+        """The cache folder, --mirror, --offline and --allow-http, and the downloads' own
+        variables ($BUNDLE_HTTP_TIMEOUT, ...), with their origins, for a dry run to show."""
         from bundler.cli.origins import pick_given
+        from bundler.config.settings import pick_environment
+        from bundler.config.variables import DOWNLOADING
 
         given = {"mirror": self.mirror, "offline": self.offline, "allow_http": self.allow_http}
         pick_given(ctx, picked, **given)
+        pick_environment(picked, *DOWNLOADING)
         return self.root(picked)
 
     def acquire(self, **more: Any) -> AcquireOptions:

@@ -158,6 +158,10 @@ def profiles_new(
     index, root = _index(index_url, picked), cache_folder(cache_dir, picked)
     chosen = load_flavour("gpu-cuda12" if flavour == "gpu" else flavour)  # gpu: the package
     if dry_run:
+        from bundler.config.settings import pick_environment
+        from bundler.config.variables import DOWNLOADING
+
+        pick_environment(picked, *DOWNLOADING)
         steps = _new_steps(chosen.ort.package, ort, flavour, index, root, out)
         say_dry_run("profiles new", steps, picked, as_json)
         return

@@ -12,6 +12,7 @@ from the option's flag (bundler.config.option_table: `--cache-dir` -> BUNDLE_CAC
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from bundler.config.option_table import OPTIONS, variable_name
 
@@ -25,6 +26,11 @@ class Variable:
     sets: str
     instead_of: str = ""
     label: str = ""
+    setting: str = ""  # the resolver's setting whose environment layer it is (config.options)
+    unit: str = ""  # a number's: what a value that is none is refused for (exit 14)
+    example: str = ""  # a number that would do, for that message
+    default: float | None = None  # a number's value when the variable is unset
+    whole: bool = False  # a whole number (attempts)
 
     def row(self) -> str:
         """Its row of the Markdown table."""
@@ -37,26 +43,44 @@ def _of_option(name: str, sets: str, note: str = "") -> Variable:
     flag = OPTIONS[name]
     if flag.variable is None:
         raise ValueError(f"{flag.flag} has no environment variable in the option table")
-    return Variable(flag.variable, sets, f"`{flag.flag.split('/')[0]}`{note}")
+    instead_of = f"`{flag.flag.split('/')[0]}`{note}"
+    return Variable(flag.variable, sets, instead_of, setting=name.replace("-", "_"))
 
 
-def _of_setting(name: str, sets: str) -> Variable:
-    """The variable of a setting that has no flag: named from the setting."""
-    return Variable(variable_name(name), sets)
+def _of_setting(name: str, sets: str, **number: Any) -> Variable:
+    """The variable of a setting that has no flag: named from the setting; `number`: its unit,
+    an example and its default where it holds a number."""
+    return Variable(variable_name(name), sets, setting=name.replace("-", "_"), **number)
 
 
 CACHE_DIR = _of_option("cache-dir", "the download cache", " (the flag wins)")
+SECONDS = {"unit": "seconds", "example": "60"}
 HTTP_TIMEOUT = _of_setting(
-    "http-timeout", "seconds without a byte before a download gives up (default 30; connect: 10)"
+    "http-timeout",
+    "seconds without a byte before a download gives up (default 30; connect: 10)",
+    **SECONDS,
+    default=30.0,
 )
-HTTP_RETRIES = _of_setting("http-retries", "attempts after a connection error or a 5xx (default 3)")
+HTTP_RETRIES = _of_setting(
+    "http-retries",
+    "attempts after a connection error or a 5xx (default 3)",
+    unit="attempts",
+    example="5",
+    default=3,
+    whole=True,
+)
 HTTP_BACKOFF = _of_setting(
-    "http-backoff", "seconds before the first retry, doubled each time (default 1)"
+    "http-backoff",
+    "seconds before the first retry, doubled each time (default 1)",
+    **SECONDS,
+    default=1.0,
 )
 LOCK_TIMEOUT = _of_setting(
     "lock-timeout",
     "seconds to wait for another `bundle` process's lock on the cache or an output folder "
     "(exit 20 after)",
+    unit="seconds",
+    example="600",
 )
 EVIDENCE_DIR = _of_setting(
     "evidence-dir", "a folder of your own pruning evidence, read before the shipped tables"
@@ -95,6 +119,11 @@ VARIABLES = (
     SYSTEMROOT,
     SOURCE_DATE_EPOCH,
 )
+
+
+# The variables of every command that downloads or waits for a lock: no flag sets them, and a
+# dry run names each with its origin (bundler.config.settings.pick_environment).
+DOWNLOADING = (HTTP_TIMEOUT, HTTP_RETRIES, HTTP_BACKOFF, LOCK_TIMEOUT)
 
 
 def markdown() -> str:

@@ -20,7 +20,7 @@ WAIT_NOTICE = 1.0  # seconds a lock is waited for before file_lock says so
 def lock_timeout() -> float | None:
     """$BUNDLE_LOCK_TIMEOUT: seconds to wait for another bundle process's lock; unset, wait as
     long as it takes (that process is downloading or writing what this one needs)."""
-    return env_number(LOCK_TIMEOUT_ENV, "seconds", "600")
+    return env_number(LOCK_TIMEOUT.name, LOCK_TIMEOUT.unit, LOCK_TIMEOUT.example)
 
 
 @contextmanager
