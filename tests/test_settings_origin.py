@@ -153,6 +153,28 @@ def test_a_dry_run_says_each_setting_s_origin(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("name", ["fetch", "profiles new"])
+def test_a_dry_run_says_where_each_variable_only_setting_came_from(
+    name: str, tiny: Tiny, tmp_path: Path
+) -> None:
+    """Issue 39: the settings no flag sets ($BUNDLE_HTTP_TIMEOUT, ...) enter the resolver's
+    environment layer too, so a dry run names the variable that set each, or the default."""
+    env, cache = environment("flag", tmp_path)
+    env |= {"BUNDLE_HTTP_TIMEOUT": "5", "BUNDLE_HTTP_RETRIES": "2"}
+    env |= {"BUNDLE_HTTP_BACKOFF": "", "BUNDLE_LOCK_TIMEOUT": ""}
+    args = arguments(name, "flag", cache, tiny, tmp_path)
+    result = bundle(*name.split(), *args, "--dry-run", "--json", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    settings = json.loads(result.stdout)["settings"]
+    assert settings["http_timeout"] == {"value": 5.0, "from": "$BUNDLE_HTTP_TIMEOUT"}
+    assert settings["http_retries"] == {"value": 2, "from": "$BUNDLE_HTTP_RETRIES"}
+    assert settings["http_backoff"] == {"value": 1.0, "from": "default"}
+    assert settings["lock_timeout"] == {"value": None, "from": "default"}  # waits as long as needed
+    env["BUNDLE_HTTP_RETRIES"] = "twice"
+    refused = bundle(*name.split(), *args, "--dry-run", "--json", env=env)
+    assert refused.returncode == 14 and "$BUNDLE_HTTP_RETRIES='twice'" in refused.stdout
+
+
 # --- helpers ------------------------------------------------------------------------------------
 
 

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 from bundler.acquire.exchange import Restart, Resumption, Retry, Wire
 from bundler.acquire.part_file import PartFile
 from bundler.config.settings import env_number
+from bundler.config.variables import HTTP_BACKOFF, HTTP_RETRIES, HTTP_TIMEOUT, Variable
 from bundler.disk import files
 from bundler.errors import FetchError, IntegrityError, OutputError
 from bundler.progress_meter import ProgressCallback
@@ -35,9 +36,6 @@ if TYPE_CHECKING:  # imported when a download starts: most commands never need t
 
 
 _HEX = re.compile(r"[0-9a-f]+")
-TIMEOUT_ENV = "BUNDLE_HTTP_TIMEOUT"
-RETRIES_ENV = "BUNDLE_HTTP_RETRIES"
-BACKOFF_ENV = "BUNDLE_HTTP_BACKOFF"
 
 
 @dataclass(frozen=True)
@@ -60,9 +58,12 @@ def _check_hex(name: str, value: str, length: int) -> None:
         raise ValueError(f"{name} pin must be {length} lower-case hex digits, got {value!r}")
 
 
-def _env_number(name: str, default: float, unit: str = "seconds", example: str = "60") -> float:
-    value = env_number(name, unit, example)
-    return default if value is None else value
+def _env_number(known: Variable, default: float | None = None) -> float:
+    """$known as a number, else `default`, else the table's default (bundler.config.variables)."""
+    value = env_number(known.name, known.unit, known.example)
+    chosen = (known.default if default is None else default) if value is None else value
+    assert chosen is not None  # each download variable has its default in the table
+    return chosen
 
 
 @dataclass(frozen=True)
@@ -74,13 +75,13 @@ class DownloadPolicy:
     downloads honours them."""
 
     allow_http: bool = False  # plain http:// refused unless True (an explicitly allowed mirror)
-    connect_timeout: float = field(default_factory=lambda: _env_number(TIMEOUT_ENV, 10.0))
+    connect_timeout: float = field(default_factory=lambda: _env_number(HTTP_TIMEOUT, 10.0))
     # seconds without a byte => stalled
-    read_timeout: float = field(default_factory=lambda: _env_number(TIMEOUT_ENV, 30.0))
+    read_timeout: float = field(default_factory=lambda: _env_number(HTTP_TIMEOUT))
     # extra attempts on connection errors, timeouts, 5xx, cut bodies; never 4xx
-    retries: int = field(default_factory=lambda: int(_env_number(RETRIES_ENV, 3, "attempts", "5")))
+    retries: int = field(default_factory=lambda: int(_env_number(HTTP_RETRIES)))
     # sleep backoff * 2**n before the n-th retry (n from 0)
-    backoff: float = field(default_factory=lambda: _env_number(BACKOFF_ENV, 1.0))
+    backoff: float = field(default_factory=lambda: _env_number(HTTP_BACKOFF))
     chunk_size: int = 1 << 20
 
 

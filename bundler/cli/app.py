@@ -1,5 +1,7 @@
-"""Talk layer: the typer app of the `bundle` command line and the options its commands share.
-bundler.cli is the only package that prints or exits.
+"""Talk layer: the typer app of the `bundle` command line, its general options and the BUNDLE
+argument its render commands share; every option comes from the one option table
+(bundler.config.option_table, through bundler.cli.flags). bundler.cli is the only package
+that prints or exits.
 
 Each command is a short script: read inputs, decide (resolve into a Plan), show a view of it.
 Errors from the library arrive as BundleError and leave as one line plus a documented exit code
@@ -9,18 +11,15 @@ Errors from the library arrive as BundleError and leave as one line plus a docum
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
 from bundler import __version__
+from bundler.cli.flags import option
 from bundler.cli.session import Session
-
-if TYPE_CHECKING:
-    pass
-
 
 app = typer.Typer(
     help="Ship Windows apps that embed ONNX Runtime (1.19.2 on; CPU, CUDA 12/13, DirectML) with "
@@ -48,17 +47,9 @@ def _version(value: bool) -> None:
 @app.callback()
 def _options(
     context: typer.Context,
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
-    version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
-    ] = False,
-    as_json: Annotated[
-        bool,
-        typer.Option(
-            "--json",
-            help="The command's result, or its error, as JSON: the same as the command's --json.",
-        ),
-    ] = False,
+    debug: Annotated[bool, option("debug")] = False,
+    version: Annotated[bool, option("version", callback=_version, is_eager=True)] = False,
+    as_json: Annotated[bool, option("json", "root")] = False,
 ) -> None:
     # --json: bundler.cli.failures moves a --json given here behind the command's words, so
     # this one is only seen without a command (and then there is nothing to print).
@@ -66,35 +57,6 @@ def _options(
         context.ensure_object(Session).debug = True
 
 
-ProfileOption = Annotated[
-    str,
-    typer.Option(
-        "--profile",
-        "-p",
-        help="Target profile: a name, a profile .toml file, or an ORT release (its GPU profile).",
-    ),
-]
-SearchOption = Annotated[
-    list[Path] | None,
-    typer.Option("--search", "-s", help="Folder to search for DLLs (repeatable, in order)."),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
-ForceOption = Annotated[bool, typer.Option("--force", help="Overwrite files bundle did not write.")]
-LinkOption = Annotated[
-    bool | None,
-    typer.Option("--link/--copy", help="Hard-link files from the cache, or copy them."),
-]
-IndexUrlOption = Annotated[
-    str | None,
-    typer.Option("--index-url", help="PEP 691 package index (default: $PIP_INDEX_URL or PyPI)."),
-]
-LockOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--lock",
-        help="The bundle's lock file, or its folder (default: from bundle.toml, or ./).",
-    ),
-]
 BundleArgument = Annotated[
     Path | None,
     typer.Argument(
@@ -104,18 +66,3 @@ BundleArgument = Annotated[
         show_default=False,
     ),
 ]
-RenderConfigOption = Annotated[
-    Path | None, typer.Option("--config", help="bundle.toml holding the render table.")
-]
-SourceOption = Annotated[
-    str, typer.Option("--source", help="auto (url, then pip, then dir), url, pip or dir.")
-]
-# Declared once, here: a command takes them as these aliases, or in bundler.cli.groups' Sources.
-ALLOW_HTTP = typer.Option("--allow-http", help="Allow plain-http:// mirrors.")
-AllowHttpOption = Annotated[bool, ALLOW_HTTP]
-
-
-CACHE_DIR = typer.Option(
-    "--cache-dir", help="Download cache (default: $BUNDLE_CACHE_DIR or the user cache)."
-)
-CacheDirOption = Annotated[Path | None, CACHE_DIR]

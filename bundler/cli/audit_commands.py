@@ -10,8 +10,8 @@ import typer
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
 from bundler.cli import session
-from bundler.cli.app import CacheDirOption, app
-from bundler.cli.flags import AuditProfile
+from bundler.cli.app import app
+from bundler.cli.flags import option
 from bundler.config.options import Options
 from bundler.errors import ExitCode
 
@@ -28,63 +28,46 @@ def audit(
             metavar="PATH", help="A bundle folder, its bundle.lock.json, or a .zip/.7z of it."
         ),
     ],
-    profile: AuditProfile = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON.")] = False,
-    strict: Annotated[
-        bool, typer.Option("--strict", help="Warnings fail the audit too (exit 18).")
-    ] = False,
+    profile: Annotated[str | None, option("profile", "audit")] = None,
+    as_json: Annotated[bool, option("json", "findings")] = False,
+    strict: Annotated[bool, option("strict")] = False,
     ignore: Annotated[
         list[str] | None,
-        typer.Option(
-            "--ignore",
-            metavar="CODE[:FILE]",
-            help="Suppress a finding code (or name), optionally only for files matching a "
-            "pattern, e.g. BA303:onnxruntime_providers_tensorrt.dll. Repeatable.",
-        ),
+        option("ignore"),
     ] = None,
     junit: Annotated[
         Path | None,
-        typer.Option("--junit", help="Also write a JUnit XML report (one case per finding code)."),
+        option("junit"),
     ] = None,
     html: Annotated[
         Path | None,
-        typer.Option("--html", help="Also write a self-contained HTML report with the graph."),
+        option("html"),
     ] = None,
     run: Annotated[
         bool,
-        typer.Option("--run", help="Load proof: start the app (under Wine off Windows) too."),
+        option("run"),
     ] = False,
     signatures: Annotated[
         bool,
-        typer.Option("--signatures", help="Also verify the DLLs' Authenticode signatures."),
+        option("signatures"),
     ] = False,
     trust: Annotated[
         Path | None,
-        typer.Option(
-            "--trust",
-            metavar="CA.pem",
-            help="With --signatures: signers must be issued by these root CAs (a PEM file) "
-            "instead of only verifying; PATH may then also be one signed .exe or .dll, such as "
-            "a setup.exe or unins000.exe.",
-        ),
+        option("trust"),
     ] = None,
     run_args: Annotated[
         list[str] | None,
-        typer.Option("--run-arg", metavar="ARG", help="An argument for the app with --run."),
+        option("run-arg"),
     ] = None,
     explain_dll: Annotated[
         str | None,
-        typer.Option("--explain", metavar="DLL", help="Why DLL would fail to load (error 126)."),
+        option("explain"),
     ] = None,
     verify: Annotated[
         bool,
-        typer.Option(
-            "--verify",
-            help="Hash every file the lock file lists (without it, sizes and time stamps are "
-            "compared; PATH being the lock file implies it).",
-        ),
+        option("verify"),
     ] = False,
-    cache_dir: CacheDirOption = None,
+    cache_dir: Annotated[Path | None, option("cache-dir")] = None,
 ) -> None:
     """Check a shipped folder as the target machine will see it; exit 17 on errors."""
     from bundler.audit.request import AuditRequest, perform

@@ -12,31 +12,8 @@ import typer
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
 from bundler.cli import session
-from bundler.cli.app import (
-    BundleArgument,
-    CacheDirOption,
-    ForceOption,
-    JsonOption,
-    LinkOption,
-    LockOption,
-    ProfileOption,
-    RenderConfigOption,
-    SearchOption,
-    SourceOption,
-    app,
-    render_app,
-)
-from bundler.cli.flags import (
-    BuildConfig,
-    BuildOrt,
-    BuildOut,
-    BuildProfile,
-    DryRun,
-    EpPacks,
-    IssOut,
-    MsbuildOut,
-    PostbuildOut,
-)
+from bundler.cli.app import BundleArgument, app, render_app
+from bundler.cli.flags import option
 from bundler.cli.groups import (
     ANY_SOURCE,
     DEFAULT_OUTPUTS,
@@ -69,35 +46,26 @@ def build(
         Path | None,
         typer.Argument(metavar="[EXE]", help="The app's .exe (default: from bundle.toml)."),
     ] = None,
-    profile: BuildProfile = None,
-    ort: BuildOrt = None,
-    out: BuildOut = None,
-    search: SearchOption = None,
+    profile: Annotated[str | None, option("profile", "build")] = None,
+    ort: Annotated[str | None, option("ort")] = None,
+    out: Annotated[Path | None, option("out")] = None,
+    search: Annotated[list[Path] | None, option("search")] = None,
     model: Annotated[
         list[Path] | None,
-        typer.Option(
-            "--model",
-            help="An ONNX model the app runs (repeatable): leave out the run-time-loaded "
-            "libraries (cuDNN sub-libraries, cuFFT, NVRTC) its ops never load (docs/pruning.md; "
-            "needs ort-bundle[models]).",
-        ),
+        option("model"),
     ] = None,
     evidence: Annotated[
         Path | None,
-        typer.Option(
-            "--evidence",
-            help="With --model: the app's own measurement (bundle measure) instead of the "
-            "shipped per-op table; refused when a model, the ORT release or cuDNN differ.",
-        ),
+        option("evidence"),
     ] = None,
-    ep: EpPacks = None,
-    config: BuildConfig = None,
+    ep: Annotated[list[str] | None, option("ep")] = None,
+    config: Annotated[Path | None, option("config", "build")] = None,
     sources: Sources = ANY_SOURCE,
     installer: Installer = NO_INSTALLER_FLAGS,
     outputs: Outputs = DEFAULT_OUTPUTS,
     vc: VcRuntime = VC_AS_CONFIGURED,
     writing: Writing = WRITE_AS_CONFIGURED,
-    as_json: JsonOption = False,
+    as_json: Annotated[bool, option("json")] = False,
 ) -> None:
     """Deploy EXE's complete DLL closure next to it (or into --out), with a lock file and an
     Inno Setup script."""
@@ -134,6 +102,11 @@ def build(
     )
     given = {"--profile": profile, "--ort": ort, "--iss": outputs.iss, "--no-iss": outputs.no_iss}
     _validate(picked, given, settings, lambda: options.profile)
+    if writing.dry_run:  # what only a variable sets, named with its origin too
+        from bundler.config.settings import pick_environment
+        from bundler.config.variables import DOWNLOADING, EVIDENCE_DIR
+
+        pick_environment(picked, *DOWNLOADING, EVIDENCE_DIR)
     result = run_build(options, session.of(ctx).reporter, Templates(options.cache_dir))
     typer.echo(build_views.build_json(result) if as_json else build_views.build_report(result))
 
@@ -142,12 +115,12 @@ def build(
 @takes
 def render_iss(
     folder: BundleArgument = None,
-    lock: LockOption = None,
-    out: IssOut = None,
-    config: RenderConfigOption = None,
-    cache_dir: CacheDirOption = None,
+    lock: Annotated[Path | None, option("lock")] = None,
+    out: Annotated[Path | None, option("out", "iss")] = None,
+    config: Annotated[Path | None, option("config")] = None,
+    cache_dir: Annotated[Path | None, option("cache-dir")] = None,
     installer: Installer = NO_INSTALLER_FLAGS,
-    as_json: JsonOption = False,
+    as_json: Annotated[bool, option("json")] = False,
 ) -> None:
     """Render the Inno Setup script of a built bundle from its lock file, without building.
     With --runtime-pack, the pack is the one `bundle build` compiled into the same cache
@@ -176,17 +149,15 @@ def render_iss(
 @render_app.command("postbuild")
 def render_postbuild(
     folder: BundleArgument = None,
-    lock: LockOption = None,
-    out: PostbuildOut = None,
-    config: RenderConfigOption = None,
-    cache_dir: CacheDirOption = None,
+    lock: Annotated[Path | None, option("lock")] = None,
+    out: Annotated[Path | None, option("out", "postbuild")] = None,
+    config: Annotated[Path | None, option("config")] = None,
+    cache_dir: Annotated[Path | None, option("cache-dir")] = None,
     project_dir: Annotated[
         Path | None,
-        typer.Option(
-            "--project-dir", help="The .vcxproj's folder: the event names the script from it."
-        ),
+        option("project-dir"),
     ] = None,
-    as_json: JsonOption = False,
+    as_json: Annotated[bool, option("json")] = False,
 ) -> None:
     """Render postbuild.cmd (copies the bundle's DLLs into a build's output folder) and
     postbuild.event.xml (the MSBuild post-build event calling it) from a lock file."""
@@ -293,14 +264,14 @@ def _app_config(config: Path | None, exe: Path | None) -> AppConfig:
 @takes
 def msbuild(
     ctx: typer.Context,
-    profile: ProfileOption = DEFAULT_PROFILE,
-    out: MsbuildOut = DEFAULT_OUT,
-    source: SourceOption = "auto",
+    profile: Annotated[str, option("profile")] = DEFAULT_PROFILE,
+    out: Annotated[Path, option("out", "msbuild")] = DEFAULT_OUT,
+    source: Annotated[str, option("source")] = "auto",
     sources: Sources = ANY_SOURCE,
-    link: LinkOption = False,
-    force: ForceOption = False,
-    dry_run: DryRun = False,
-    as_json: JsonOption = False,
+    link: Annotated[bool | None, option("link")] = False,
+    force: Annotated[bool, option("force")] = False,
+    dry_run: Annotated[bool, option("dry-run")] = False,
+    as_json: Annotated[bool, option("json")] = False,
 ) -> None:
     """Lay out a folder for Visual Studio: ORT's headers, import library and DLL closure, with
     ort-bundle.props and ort-bundle.targets to import in a .vcxproj."""

@@ -10,16 +10,8 @@ import typer
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
 from bundler.cli import session
-from bundler.cli.app import (
-    CacheDirOption,
-    JsonOption,
-    ProfileOption,
-    SearchOption,
-    SourceOption,
-    app,
-    cache_app,
-)
-from bundler.cli.flags import DryRun
+from bundler.cli.app import app, cache_app
+from bundler.cli.flags import option
 from bundler.cli.groups import ANY_SOURCE, Sources, takes
 from bundler.cli.origins import cache_folder, pick_given, say_dry_run
 from bundler.config.options import Options
@@ -30,17 +22,17 @@ from bundler.target.profiles import DEFAULT_PROFILE
 @takes
 def fetch(
     ctx: typer.Context,
-    profile: ProfileOption = DEFAULT_PROFILE,
-    source: SourceOption = "auto",
+    profile: Annotated[str, option("profile")] = DEFAULT_PROFILE,
+    source: Annotated[str, option("source")] = "auto",
     sources: Sources = ANY_SOURCE,
-    verify: Annotated[bool, typer.Option("--verify", help="Re-hash cached files too.")] = False,
-    search: SearchOption = None,
+    verify: Annotated[bool, option("verify", "fetch")] = False,
+    search: Annotated[list[Path] | None, option("search")] = None,
     to: Annotated[
         Path | None,
-        typer.Option("--to", help="Also put every archive here (a mirror for offline agents)."),
+        option("to"),
     ] = None,
-    dry_run: DryRun = False,
-    as_json: JsonOption = False,
+    dry_run: Annotated[bool, option("dry-run")] = False,
+    as_json: Annotated[bool, option("json")] = False,
 ) -> None:
     """Acquire and verify every artifact of a profile; print what came from where."""
     from bundler.acquire.artifacts import acquire_profile, export_archives
@@ -69,7 +61,9 @@ def fetch(
 
 @cache_app.command("list")
 def cache_list(
-    cache_dir: CacheDirOption = None, dry_run: DryRun = False, as_json: JsonOption = False
+    cache_dir: Annotated[Path | None, option("cache-dir")] = None,
+    dry_run: Annotated[bool, option("dry-run")] = False,
+    as_json: Annotated[bool, option("json")] = False,
 ) -> None:
     """List the verified archives and the compiled runtime packs in the cache."""
     from bundler.acquire.cache import Cache
@@ -89,15 +83,13 @@ def cache_list(
 @cache_app.command("clean")
 def cache_clean(
     ctx: typer.Context,
-    cache_dir: CacheDirOption = None,
+    cache_dir: Annotated[Path | None, option("cache-dir")] = None,
     everything: Annotated[
         bool,
-        typer.Option(
-            "--all", help="Also remove the verified archives and the compiled runtime packs."
-        ),
+        option("all", "clean"),
     ] = False,
-    dry_run: DryRun = False,
-    as_json: JsonOption = False,
+    dry_run: Annotated[bool, option("dry-run")] = False,
+    as_json: Annotated[bool, option("json")] = False,
 ) -> None:
     """Remove partial downloads, extracted trees and kept templates (--all: the archives and
     runtime packs too)."""

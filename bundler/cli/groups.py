@@ -13,13 +13,13 @@ import functools
 import inspect
 import typing
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
+from dataclasses import asdict, dataclass, fields, is_dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar
 
 import typer
 
-from bundler.cli.app import ALLOW_HTTP, CACHE_DIR
+from bundler.cli.flags import grouped
 
 if TYPE_CHECKING:
     from bundler.acquire.artifacts import AcquireOptions
@@ -30,22 +30,15 @@ if TYPE_CHECKING:
 Command = TypeVar("Command", bound=Callable[..., Any])
 
 
-def _flag(default: Any, decl: str, help: str, **more: Any) -> Any:
-    """A group's field and its typer option (`takes` shows it in the group's panel)."""
-    return field(default=default, metadata={"option": typer.Option(decl, help=help, **more)})
-
-
 @dataclass(frozen=True)
 class Sources:
     """Where a command's archives come from: --cache-dir, --mirror, --offline, --allow-http."""
 
     panel: ClassVar[str] = "Where archives come from"
-    cache_dir: Path | None = field(default=None, metadata={"option": CACHE_DIR})
-    mirror: list[str] | None = _flag(
-        None, "--mirror", "Folder or URL holding the archives by name (repeatable)."
-    )
-    offline: bool = _flag(False, "--offline", "No network: cache, mirror folders, local installs.")
-    allow_http: bool = field(default=False, metadata={"option": ALLOW_HTTP})
+    cache_dir: Path | None = grouped("cache-dir", None)
+    mirror: list[str] | None = grouped("mirror", None)
+    offline: bool = grouped("offline", False)
+    allow_http: bool = grouped("allow-http", False)
 
     def root(self, picked: Options | None = None) -> Path:
         """The command's cache folder: --cache-dir, else $BUNDLE_CACHE_DIR, else the user's,
@@ -56,12 +49,15 @@ class Sources:
         return cache_folder(self.cache_dir, picked or Options())
 
     def pick(self, ctx: typer.Context, picked: Options) -> Path:
-        """The cache folder, and --mirror, --offline and --allow-http with their origins, for
-        a dry run to show."""
+        """The cache folder, --mirror, --offline and --allow-http, and the downloads' own
+        variables ($BUNDLE_HTTP_TIMEOUT, ...), with their origins, for a dry run to show."""
         from bundler.cli.origins import pick_given
+        from bundler.config.settings import pick_environment
+        from bundler.config.variables import DOWNLOADING
 
         given = {"mirror": self.mirror, "offline": self.offline, "allow_http": self.allow_http}
         pick_given(ctx, picked, **given)
+        pick_environment(picked, *DOWNLOADING)
         return self.root(picked)
 
     def acquire(self, **more: Any) -> AcquireOptions:
@@ -86,48 +82,16 @@ class Installer:
     """The installer flags of `build` and `render iss`, over bundle.toml's [render] table."""
 
     panel: ClassVar[str] = "Installer (setup.iss)"
-    app_name: str | None = _flag(None, "--app-name", "The app's name (default: the exe's name).")
-    app_version: str | None = _flag(
-        None, "--app-version", "The version (default: the exe's FileVersion)."
-    )
-    publisher: str | None = _flag(None, "--publisher", "The publisher's name.")
-    iss_compression: str | None = _flag(
-        None,
-        "--iss-compression",
-        "Inno Setup compression (default lzma2/normal; zip/1 fast).",
-    )
-    shortcut: bool | None = _flag(
-        None, "--shortcut/--no-shortcut", "A Start-menu shortcut to the app."
-    )
-    require_gpu: bool | None = _flag(
-        None,
-        "--require-gpu/--allow-cpu",
-        "A silent install fails without a good enough NVIDIA driver.",
-    )
-    runtime_pack: bool | None = _flag(
-        None,
-        "--runtime-pack/--no-runtime-pack",
-        "The runtime as a setup of its own, compiled once per runtime (docs/runtime-pack.md).",
-    )
-    pack_url: str | None = _flag(
-        None,
-        "--pack-url",
-        "Also write setup-web.iss, which downloads the runtime pack from this https:// folder.",
-        metavar="URL",
-    )
-    pack_part_mb: int | None = _flag(
-        None,
-        "--pack-part-mb",
-        "The runtime pack's setup in parts of this many MB (default 100): a broken download "
-        "resumes at the first part it lacks.",
-        metavar="MB",
-    )
-    require_ep: list[str] | None = _flag(
-        None,
-        "--require-ep",
-        "The setup stops where the doctor finds no device for this --ep pack (repeatable).",
-        metavar="PACK",
-    )
+    app_name: str | None = grouped("app-name", None)
+    app_version: str | None = grouped("app-version", None)
+    publisher: str | None = grouped("publisher", None)
+    iss_compression: str | None = grouped("iss-compression", None)
+    shortcut: bool | None = grouped("shortcut", None)
+    require_gpu: bool | None = grouped("require-gpu", None)
+    runtime_pack: bool | None = grouped("runtime-pack", None)
+    pack_url: str | None = grouped("pack-url", None)
+    pack_part_mb: int | None = grouped("pack-part-mb", None)
+    require_ep: list[str] | None = grouped("require-ep", None)
 
     def over(self, base: IssSettings, picked: Options | None = None) -> IssSettings:
         """bundle.toml's [render] settings with these flags on top (one resolver)."""
@@ -160,24 +124,12 @@ class Outputs:
     """The files `build` writes besides the DLLs and the lock, over bundle.toml's [build]."""
 
     panel: ClassVar[str] = "What the build writes besides the DLLs"
-    iss: Path | None = _flag(
-        None, "--iss", "Write the Inno Setup script here (default: OUT/setup.iss)."
-    )
-    no_iss: bool = _flag(False, "--no-iss", "Write no Inno Setup script.")
-    no_postbuild: bool = _flag(
-        False, "--no-postbuild", "Write no postbuild.cmd / postbuild.event.xml."
-    )
-    sbom: bool | None = _flag(
-        None,
-        "--sbom/--no-sbom",
-        "Write a CycloneDX SBOM (default: bundle.toml's [build] sbom, else --no-sbom).",
-    )
-    archive: Path | None = _flag(
-        None, "--archive", "Also pack the bundle into this .zip or .7z file."
-    )
-    no_doctor: bool = _flag(
-        False, "--no-doctor", "Ship no bundle-doctor.exe (the check on the target)."
-    )
+    iss: Path | None = grouped("iss", None)
+    no_iss: bool = grouped("no-iss", False)
+    no_postbuild: bool = grouped("no-postbuild", False)
+    sbom: bool | None = grouped("sbom", None)
+    archive: Path | None = grouped("archive", None)
+    no_doctor: bool = grouped("no-doctor", False)
 
     def over(self, settings: AppConfig, picked: Options) -> dict[str, Any]:
         """BuildOptions' output fields: these flags over bundle.toml's (one resolver)."""
@@ -200,10 +152,8 @@ class VcRuntime:
     """How `build` ships the VC++ runtime, over bundle.toml's [build]."""
 
     panel: ClassVar[str] = "VC++ runtime"
-    vc_runtime: str | None = _flag(
-        None, "--vc-runtime", "app-local (default) or installer (vc_redist)."
-    )
-    vc_redist: Path | None = _flag(None, "--vc-redist", "vc_redist.x64.exe for installer mode.")
+    vc_runtime: str | None = grouped("vc-runtime", None)
+    vc_redist: Path | None = grouped("vc-redist", None)
 
     def over(self, settings: AppConfig, picked: Options) -> dict[str, Any]:
         """BuildOptions' VC++ fields: each flag over bundle.toml's [build] (one resolver)."""
@@ -216,23 +166,11 @@ class Writing:
     """How `build` writes its output folder."""
 
     panel: ClassVar[str] = "How the build writes"
-    dry_run: bool = _flag(
-        False,
-        "--dry-run",
-        "Show the plan and write nothing into the output folder. It still downloads and "
-        "verifies the profile's artifacts into the cache, unless they are cached (1.5-2.5 GB "
-        "for a GPU profile); with --offline it works from the cache (and --mirror folders) "
-        "only and names every artifact that is missing.",
-    )
-    clean: bool = _flag(False, "--clean", "First remove the files an earlier build wrote.")
-    force: bool = _flag(False, "--force", "Overwrite files bundle did not write.")
-    link: bool | None = _flag(
-        None,
-        "--link/--copy",
-        "Hard-link files from the cache, or copy them (default: bundle.toml's [build] link, "
-        "else --copy).",
-    )
-    locked: bool = _flag(False, "--locked", "Fail if the result differs from bundle.lock.json.")
+    dry_run: bool = grouped("dry-run", False, "build")
+    clean: bool = grouped("clean", False)
+    force: bool = grouped("force", False)
+    link: bool | None = grouped("link", None, "build")
+    locked: bool = grouped("locked", False)
 
     def over(self, settings: AppConfig, picked: Options) -> dict[str, Any]:
         """BuildOptions' writing fields: --link over bundle.toml's, the rest as given."""
@@ -250,13 +188,13 @@ def takes(command: Command) -> Command:
     """Show each parameter of `command` whose type is a group as that group's options, and hand
     the command the group's value built from them."""
     signature = inspect.signature(command, eval_str=True)
-    grouped = {
+    group_of = {
         name: param.annotation
         for name, param in signature.parameters.items()
         if is_group(param.annotation)
     }
-    flat = [param for param in signature.parameters.values() if param.name not in grouped]
-    for group in grouped.values():
+    flat = [param for param in signature.parameters.values() if param.name not in group_of]
+    for group in group_of.values():
         flat += _group_parameters(group)
     names = [param.name for param in flat]
     if len(set(names)) != len(names):
@@ -264,7 +202,7 @@ def takes(command: Command) -> Command:
 
     @functools.wraps(command)
     def with_groups(**given: Any) -> Any:
-        for name, group in grouped.items():
+        for name, group in group_of.items():
             given[name] = group(**{field.name: given.pop(field.name) for field in fields(group)})
         return command(**given)
 
@@ -273,8 +211,8 @@ def takes(command: Command) -> Command:
 
 
 def is_group(annotation: Any) -> bool:
-    """A group: a dataclass whose fields are options (`_flag`) and that names its help panel,
-    one of these or a command's own (`bundle measure`'s ModelRun)."""
+    """A group: a dataclass whose fields are options (bundler.cli.flags.grouped) and that names
+    its help panel, one of these or a command's own (`bundle measure`'s ModelRun)."""
     is_class = isinstance(annotation, type)
     return is_class and is_dataclass(annotation) and hasattr(annotation, "panel")
 

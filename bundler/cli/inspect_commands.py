@@ -11,14 +11,8 @@ import typer
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
 from bundler.cli import session
-from bundler.cli.app import (
-    JsonOption,
-    ProfileOption,
-    SearchOption,
-    SourceOption,
-    app,
-)
-from bundler.cli.flags import DryRun, ScanProfile
+from bundler.cli.app import app
+from bundler.cli.flags import option
 from bundler.cli.groups import ANY_SOURCE, Sources, takes
 from bundler.cli.origins import pick_given, say_dry_run
 from bundler.config.options import Options
@@ -38,22 +32,18 @@ def deps(
     files: Annotated[
         list[Path], typer.Argument(metavar="FILE...", help="The app's .exe (and any plugin DLLs).")
     ],
-    profile: ProfileOption = DEFAULT_PROFILE,
-    search: SearchOption = None,
-    as_json: JsonOption = False,
-    why: Annotated[
-        str | None, typer.Option("--why", help="Print every chain from a root to this DLL.")
-    ] = None,
-    show_system: Annotated[
-        bool, typer.Option("--all", help="Show system DLLs and API sets in the tree too.")
-    ] = False,
+    profile: Annotated[str, option("profile")] = DEFAULT_PROFILE,
+    search: Annotated[list[Path] | None, option("search")] = None,
+    as_json: Annotated[bool, option("json")] = False,
+    why: Annotated[str | None, option("why")] = None,
+    show_system: Annotated[bool, option("all")] = False,
     fetch_artifacts: Annotated[
         bool,
-        typer.Option("--fetch", help="Also search the profile's artifacts (fetched if needed)."),
+        option("fetch"),
     ] = False,
-    source: SourceOption = "auto",
+    source: Annotated[str, option("source")] = "auto",
     sources: Sources = ANY_SOURCE,
-    dry_run: DryRun = False,
+    dry_run: Annotated[bool, option("dry-run")] = False,
 ) -> None:
     """Resolve the complete DLL closure of FILES; exit 3 when anything is missing. With
     --fetch, the profile's artifacts come from the same sources as `bundle fetch`'s (--offline,
@@ -142,14 +132,10 @@ def scan(
     dlls: Annotated[list[Path], typer.Argument(metavar="DLL...", help="The DLLs to scan.")],
     pool: Annotated[
         list[Path] | None,
-        typer.Option(
-            "--pool",
-            metavar="DIR",
-            help="Also match names against the DLLs in DIR (default: the DLLs' own folders).",
-        ),
+        option("pool"),
     ] = None,
-    profile: ScanProfile = None,
-    as_json: JsonOption = False,
+    profile: Annotated[str | None, option("profile", "scan")] = None,
+    as_json: Annotated[bool, option("json")] = False,
 ) -> None:
     """Find the DLLs a binary may load at run time (LoadLibrary), with the evidence."""
     from bundler.cli import inspect_views

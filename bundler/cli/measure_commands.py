@@ -14,9 +14,9 @@ import typer
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
 from bundler.cli import session
-from bundler.cli.app import JsonOption, app
-from bundler.cli.flags import EvidenceOut, MeasureOrt, MeasureProfile
-from bundler.cli.groups import _flag, takes
+from bundler.cli.app import app
+from bundler.cli.flags import grouped, option
+from bundler.cli.groups import takes
 from bundler.errors import ConfigError
 from bundler.measure import DEFAULT_TIMEOUT
 
@@ -35,28 +35,11 @@ class ModelRun:
     dimensions' sizes, the libraries found first and the time each may take."""
 
     panel: ClassVar[str] = "How each model runs"
-    libs: Path | None = _flag(
-        None,
-        "--libs",
-        "The folder holding the profile's CUDA and cuDNN libraries, searched first (Windows: "
-        "the built bundle folder; Linux: a folder of libcudnn*.so.9, libcudart.so.13, ...).",
-    )
-    provider: ProviderChoice = _flag(
-        ProviderChoice.cuda, "--provider", "The execution provider to measure on."
-    )
-    cuda_options: list[str] | None = _flag(
-        None,
-        "--cuda-option",
-        "A CUDA provider option, as the app sets it (repeatable), e.g. device_id=0.",
-        metavar="KEY=VALUE",
-    )
-    dims: list[str] | None = _flag(
-        None,
-        "--dim",
-        "The size of a named dynamic dimension (repeatable; default 1).",
-        metavar="NAME=N",
-    )
-    timeout: float = _flag(DEFAULT_TIMEOUT, "--timeout", "Seconds each model may take.", min=1)
+    libs: Path | None = grouped("libs", None)
+    provider: ProviderChoice = grouped("provider", ProviderChoice.cuda)
+    cuda_options: list[str] | None = grouped("cuda-option", None)
+    dims: list[str] | None = grouped("dim", None)
+    timeout: float = grouped("timeout", DEFAULT_TIMEOUT)
 
     def setup(self, release: str) -> Setup:
         """The measuring processes' setup for ORT `release`; a contradiction or a missing
@@ -89,11 +72,11 @@ def measure(
     models: Annotated[
         list[Path], typer.Argument(metavar="MODEL...", help="The ONNX models the app runs.")
     ],
-    out: EvidenceOut,
-    ort: MeasureOrt = None,
-    profile: MeasureProfile = None,
+    out: Annotated[Path, option("out", "evidence")],
+    ort: Annotated[str | None, option("ort", "measure")] = None,
+    profile: Annotated[str | None, option("profile", "measure")] = None,
     run: ModelRun = AS_GIVEN,
-    as_json: JsonOption = False,
+    as_json: Annotated[bool, option("json")] = False,
 ) -> None:
     """Run each MODEL once with ONNX Runtime on this machine, each in a fresh process, and
     write the app evidence file: which CUDA and cuDNN libraries each model loaded, for

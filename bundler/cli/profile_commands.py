@@ -10,16 +10,8 @@ import typer
 # Module level: only what the option defaults need. Every command imports its modules itself,
 # so starting the CLI costs what the command uses (benchmarks/, P3).
 from bundler.cli import session
-from bundler.cli.app import (
-    AllowHttpOption,
-    CacheDirOption,
-    IndexUrlOption,
-    JsonOption,
-    SearchOption,
-    SourceOption,
-    profiles_app,
-)
-from bundler.cli.flags import DryRun, ProfileOut
+from bundler.cli.app import profiles_app
+from bundler.cli.flags import option
 from bundler.cli.groups import ANY_SOURCE, Sources, takes
 from bundler.cli.origins import cache_folder, pick_given, say_dry_run
 from bundler.config.options import Options
@@ -32,7 +24,7 @@ if TYPE_CHECKING:
 
 
 @profiles_app.callback(invoke_without_command=True)
-def profiles_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
+def profiles_list(ctx: typer.Context, as_json: Annotated[bool, option("json")] = False) -> None:
     """List the shipped target profiles (release, flavour, CUDA and cuDNN, size) and the
     execution-provider packs a build can add with --ep."""
     from bundler.cli import profile_views
@@ -53,7 +45,7 @@ def profiles_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
 @profiles_app.command("show")
 def profiles_show(
     name: Annotated[str, typer.Argument(metavar="NAME", help="Profile name or .toml path.")],
-    as_json: JsonOption = False,
+    as_json: Annotated[bool, option("json")] = False,
 ) -> None:
     """Print one profile in full."""
     from bundler.cli import profile_views
@@ -70,11 +62,11 @@ def profiles_show(
 def profiles_check(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(metavar="NAME", help="Profile name or .toml path.")],
-    source: SourceOption = "auto",
+    source: Annotated[str, option("source")] = "auto",
     sources: Sources = ANY_SOURCE,
-    search: SearchOption = None,
-    dry_run: DryRun = False,
-    as_json: JsonOption = False,
+    search: Annotated[list[Path] | None, option("search")] = None,
+    dry_run: Annotated[bool, option("dry-run")] = False,
+    as_json: Annotated[bool, option("json")] = False,
 ) -> None:
     """Scan a profile's DLLs and compare what they load at run time with its rules."""
     from bundler.acquire.acquired import dll_search_path
@@ -115,9 +107,9 @@ def profiles_check(
 
 @profiles_app.command("outdated")
 def profiles_outdated(
-    index_url: IndexUrlOption = None,
-    allow_http: AllowHttpOption = False,
-    as_json: JsonOption = False,
+    index_url: Annotated[str | None, option("index-url")] = None,
+    allow_http: Annotated[bool, option("allow-http")] = False,
+    as_json: Annotated[bool, option("json")] = False,
 ) -> None:
     """Ask the package index which ORT and CUDA/cuDNN releases the shipped profiles miss, and
     list the newest EP packs; exit 24 when the catalogue is behind."""
@@ -137,29 +129,21 @@ def profiles_outdated(
 @profiles_app.command("new")
 def profiles_new(
     ctx: typer.Context,
-    ort: Annotated[str, typer.Option("--ort", help="The ORT release, e.g. 1.31.1, or latest.")],
+    ort: Annotated[str, option("ort", "new")],
     flavour: Annotated[
         str,
-        typer.Option(
-            "--flavour",
-            help="gpu (the GPU flavour of the CUDA major the wheel states), gpu-cuda12, "
-            "gpu-cuda13, cpu, directml, windowsml-directml, or a flavour .toml.",
-        ),
+        option("flavour"),
     ] = "gpu",
     components: Annotated[
         str | None,
-        typer.Option(
-            "--components",
-            help="The flavour's component set (default: the first that fits the wheel's CUDA "
-            "build, preferring the flavour's default).",
-        ),
+        option("components"),
     ] = None,
-    out: ProfileOut = None,
-    index_url: IndexUrlOption = None,
-    cache_dir: CacheDirOption = None,
-    allow_http: AllowHttpOption = False,
-    dry_run: DryRun = False,
-    as_json: JsonOption = False,
+    out: Annotated[Path | None, option("out", "profile")] = None,
+    index_url: Annotated[str | None, option("index-url")] = None,
+    cache_dir: Annotated[Path | None, option("cache-dir")] = None,
+    allow_http: Annotated[bool, option("allow-http")] = False,
+    dry_run: Annotated[bool, option("dry-run")] = False,
+    as_json: Annotated[bool, option("json")] = False,
 ) -> None:
     """Derive a profile for an ORT release from its wheels: pins, DLLs, roots, rules."""
     from bundler.acquire.artifacts import AcquireOptions
@@ -174,6 +158,10 @@ def profiles_new(
     index, root = _index(index_url, picked), cache_folder(cache_dir, picked)
     chosen = load_flavour("gpu-cuda12" if flavour == "gpu" else flavour)  # gpu: the package
     if dry_run:
+        from bundler.config.settings import pick_environment
+        from bundler.config.variables import DOWNLOADING
+
+        pick_environment(picked, *DOWNLOADING)
         steps = _new_steps(chosen.ort.package, ort, flavour, index, root, out)
         say_dry_run("profiles new", steps, picked, as_json)
         return

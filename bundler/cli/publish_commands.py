@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from bundler.cli import session
-from bundler.cli.app import CacheDirOption, ForceOption, JsonOption, RenderConfigOption, app
+from bundler.cli.app import app
+from bundler.cli.flags import option
 from bundler.config.options import Options
 
 if TYPE_CHECKING:
@@ -29,44 +30,35 @@ def publish(
     ],
     setups: Annotated[
         Path | None,
-        typer.Option("--setups", help="The compiled setups' folder (default: DIST/Output)."),
+        option("setups"),
     ] = None,
     archive: Annotated[
         list[Path] | None,
-        typer.Option("--archive", help="An archive to publish besides DIST's .zip/.7z."),
+        option("archive", "publish"),
     ] = None,
-    out: Annotated[
-        Path | None, typer.Option("--out", help="The release folder (default: DIST/release).")
-    ] = None,
-    config: RenderConfigOption = None,
-    cache_dir: CacheDirOption = None,
+    out: Annotated[Path | None, option("out", "release")] = None,
+    config: Annotated[Path | None, option("config")] = None,
+    cache_dir: Annotated[Path | None, option("cache-dir")] = None,
     package_id: Annotated[
         str | None,
-        typer.Option(
-            "--package-id", help="winget PackageIdentifier; without one, no winget manifests."
-        ),
+        option("package-id"),
     ] = None,
-    license_: Annotated[str | None, typer.Option("--license", help="winget License.")] = None,
-    short_description: Annotated[
-        str | None, typer.Option("--short-description", help="winget ShortDescription.")
-    ] = None,
+    license_: Annotated[str | None, option("license")] = None,
+    short_description: Annotated[str | None, option("short-description")] = None,
     url: Annotated[
         str | None,
-        typer.Option(
-            "--url",
-            help="InstallerUrl template: {name} the setup's file name, {version} its version.",
-        ),
+        option("url"),
     ] = None,
     winget_setup: Annotated[
         str | None,
-        typer.Option("--winget-setup", help="The setup winget installs (default: setup.iss's)."),
+        option("winget-setup"),
     ] = None,
     builder_id: Annotated[
         str | None,
-        typer.Option("--builder-id", help="The provenance's builder id (a URI: your CI workflow)."),
+        option("builder-id"),
     ] = None,
-    force: ForceOption = False,
-    as_json: JsonOption = False,
+    force: Annotated[bool, option("force")] = False,
+    as_json: Annotated[bool, option("json")] = False,
 ) -> None:
     """Write a release folder from a built bundle and its compiled setups: the files, their
     SHA256SUMS, an in-toto provenance statement, an SPDX SBOM beside the CycloneDX one, and
@@ -172,17 +164,17 @@ def verify(
     ],
     sums: Annotated[
         Path | None,
-        typer.Option("--sums", help="SHA256SUMS (default: beside the first file)."),
+        option("sums"),
     ] = None,
     statement: Annotated[
         Path | None,
-        typer.Option("--statement", help="The provenance statement (default: beside SHA256SUMS)."),
+        option("statement"),
     ] = None,
     lock: Annotated[
         Path | None,
-        typer.Option("--lock", help="The lock, or the bundle's .zip/.7z holding it."),
+        option("lock", "verify"),
     ] = None,
-    as_json: JsonOption = False,
+    as_json: Annotated[bool, option("json")] = False,
 ) -> None:
     """Check downloaded files against SHA256SUMS, the provenance statement's subjects against
     SHA256SUMS, and its dependencies against the lock's pins (exit 26 names what differs)."""

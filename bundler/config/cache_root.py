@@ -8,8 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from bundler.config.environment import variable
+from bundler.config.variables import CACHE_DIR
 
-CACHE_ENV = "BUNDLE_CACHE_DIR"
+CACHE_ENV = CACHE_DIR.name  # derived from --cache-dir (bundler.config.option_table)
 RUNTIME_PACKS = "runtime-packs"  # compiled runtime packs, a folder each (docs/runtime-pack.md)
 # Their folder's name before issue 39: moved to RUNTIME_PACKS on first use (acquire/cache.py's
 # runtime_packs), removed by `cache clean --all` where both exist.

@@ -3,15 +3,20 @@ test_layers.py keeps it so): bundle's own variables ($BUNDLE_*), pip's index ($P
 the variable a profile's `dir` source names ($CUDA_PATH and the like), the system locations a
 load proof needs (%SYSTEMROOT%, $WINEPREFIX), and the environments handed to child processes.
 Each value is read when asked for; the CLI resolves options over them and reports each one's
-origin (bundler.config.options)."""
+origin (bundler.config.options). Which variables there are, and their names, is
+bundler.config.variables' table."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-PIP_INDEX_ENV = "PIP_INDEX_URL"
-DEBUG_ENV = "BUNDLE_DEBUG"
+from bundler.config.variables import DEBUG, INDEX_URL, SYSTEMROOT, WINEPREFIX
+
+# The names come from the one table of variables (bundler.config.variables), derived there
+# from the options they stand in for.
+PIP_INDEX_ENV = INDEX_URL.name
+DEBUG_ENV = DEBUG.name
 
 
 def variable(name: str) -> str | None:
@@ -27,12 +32,12 @@ def debug_requested() -> bool:
 
 def system_root() -> str:
     r"""The Windows folder (%SYSTEMROOT%, else C:\Windows)."""
-    return variable("SYSTEMROOT") or r"C:\Windows"
+    return variable(SYSTEMROOT.name) or r"C:\Windows"
 
 
 def wine_prefix() -> Path | None:
     """The Wine prefix the user chose ($WINEPREFIX), if any."""
-    configured = variable("WINEPREFIX")
+    configured = variable(WINEPREFIX.name)
     return Path(configured) if configured else None
 
 

@@ -6,9 +6,15 @@ every command. A value that is no number is a configuration error (exit 14), nev
 from __future__ import annotations
 
 import math
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bundler.config.environment import variable
+from bundler.config.variables import SOURCE_DATE_EPOCH, Variable
 from bundler.errors import ConfigError
+
+if TYPE_CHECKING:
+    from bundler.config.options import Options
 
 
 def env_number(name: str, unit: str, example: str) -> float | None:
@@ -28,7 +34,21 @@ def env_number(name: str, unit: str, example: str) -> float | None:
     return value
 
 
-SOURCE_DATE_ENV = "SOURCE_DATE_EPOCH"
+def pick_environment(picked: Options, *variables: Variable) -> None:
+    """The settings only a variable sets (no flag, no bundle.toml: $BUNDLE_HTTP_TIMEOUT and the
+    like), each entered through the resolver's environment layer with its origin, so that a
+    dry run says where it came from as it does for the cache folder."""
+    for known in variables:
+        if known.unit:
+            given = env_number(known.name, known.unit, known.example)
+            value: object = int(given) if known.whole and given is not None else given
+        else:
+            text = variable(known.name)
+            value = Path(text) if text else None
+        picked.pick(known.setting, None, env=(known.name, value), default=known.default)
+
+
+SOURCE_DATE_ENV = SOURCE_DATE_EPOCH.name
 
 
 def source_date() -> int | None:

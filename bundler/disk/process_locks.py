@@ -9,17 +9,18 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from bundler.config.settings import env_number
+from bundler.config.variables import LOCK_TIMEOUT
 from bundler.errors import BusyError
 from bundler.reporter import SILENT, Note
 
-LOCK_TIMEOUT_ENV = "BUNDLE_LOCK_TIMEOUT"
+LOCK_TIMEOUT_ENV = LOCK_TIMEOUT.name  # the name: bundler.config.variables, the one table
 WAIT_NOTICE = 1.0  # seconds a lock is waited for before file_lock says so
 
 
 def lock_timeout() -> float | None:
     """$BUNDLE_LOCK_TIMEOUT: seconds to wait for another bundle process's lock; unset, wait as
     long as it takes (that process is downloading or writing what this one needs)."""
-    return env_number(LOCK_TIMEOUT_ENV, "seconds", "600")
+    return env_number(LOCK_TIMEOUT.name, LOCK_TIMEOUT.unit, LOCK_TIMEOUT.example)
 
 
 @contextmanager

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from bundler.config.environment import variable
+from bundler.config.variables import EVIDENCE_DIR
 from bundler.target.manifest import Table, load_toml
 from bundler.target.resources import manifests_dir
 
@@ -145,7 +146,7 @@ class Evidence:
         )
 
 
-EVIDENCE_ENV = "BUNDLE_EVIDENCE_DIR"
+EVIDENCE_ENV = EVIDENCE_DIR.name  # the name: bundler.config.variables, the one table
 FUSIONS_NAME = "fusions.toml"
 
 
