@@ -20,6 +20,7 @@ import pytest
 
 from bundler.rules.derive.catalogue import differences, profile_facts
 from bundler.target.profiles import PipSource, available_profiles, load_profile, load_profile_file
+from tests.support.cache_links import RELEASES, kept_cache
 from tests.support.package_index import local_index as local_index  # the module fixture, reused
 from tests.support.package_index import profiles_new
 from tests.support.paths import HELLO, REPO
@@ -52,10 +53,11 @@ def bundle(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def catalogue_cache(gpu_cache: Path) -> Path:
-    """The session's GPU cache (content-addressed): the releases here share its CUDA 12.4 set
-    and add only what they pin besides, which keeps the suite's disk peak down (the wheels
-    come through pip from the test cache)."""
-    return gpu_cache
+    """The kept cache of released wheels (tests/support/cache_links.kept_cache), seeded with the
+    session's GPU cache: the releases here share its CUDA 12.4 set and add only what they pin
+    besides, fetched and verified on a first run only (the wheels come through pip from the
+    test cache)."""
+    return kept_cache(RELEASES, seed=gpu_cache)
 
 
 # --- the CUDA 13 trap ------------------------------------------------------------------------

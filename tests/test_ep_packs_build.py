@@ -10,17 +10,15 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from bundler.eps.plugins import available_packs, load_pack, load_pack_file
 from bundler.errors import ConfigError, ProfileError
-from tests.support.cache_links import linked_cache
+from tests.support.cache_links import RELEASES, kept_cache
 from tests.support.paths import HELLO, REPO, test_cache_dir
 from tests.support.runs import pip_env, run_bundle
-from tests.support.scratch import scratch
 from tests.support.skips import require
 
 CPU_131 = "ort-1.31.1-cpu"
@@ -136,13 +134,12 @@ def _build(
 
 
 @pytest.fixture(scope="module")
-def ep_cache(gpu_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """One cache for the module's builds (the 1.31.1 GPU profile and the packs: gigabytes),
-    removed when the module is done. It starts with the session's archives hard-linked: where
-    an earlier module fetched the CUDA 13 set into the session's cache, the builds here find
-    it by SHA-256 instead of writing its 1.6 GB of wheels and their DLLs again."""
-    with scratch(tmp_path_factory, "ep-cache") as folder:
-        yield linked_cache(gpu_cache, folder / "cache")
+def ep_cache(gpu_cache: Path) -> Path:
+    """The module's builds (the 1.31.1 GPU profile and the packs: gigabytes) take the kept cache
+    of released wheels (tests/support/cache_links.kept_cache), seeded with the session's
+    archives as hard links: the CUDA 13 set and the packs are fetched, verified and extracted
+    on a first run only, and found by SHA-256 after that."""
+    return kept_cache(RELEASES, seed=gpu_cache)
 
 
 def _check_pack_folder(out: Path, name: str, lock: dict[str, object]) -> None:

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from bundler.eps.plugins import load_pack
+from tests.support.cache_links import RELEASES, kept_cache
 from tests.support.display import LAVAPIPE
 from tests.support.doctor import DRIVER_581, Machine
 from tests.support.inno import InnoSetup
@@ -51,7 +52,8 @@ def bundle(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """examples/hello with ORT 1.31.1 (CPU) and two packs, hard-linked from its cache."""
+    """examples/hello with ORT 1.31.1 (CPU) and two packs, hard-linked from the kept cache of
+    released wheels (tests/support/cache_links.kept_cache: fetched on a first run only)."""
     for name in PACKS:
         wheel = load_pack(name).source.pip.wheel
         require(
@@ -62,7 +64,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         packs = [option for name in PACKS for option in ("--ep", name)]
         done = bundle(
             "build", str(HELLO), "--profile", PROFILE, *packs, "--out", str(work / "dist"),
-            "--cache-dir", str(work / "cache"), "--link", "--iss-compression", "none",
+            "--cache-dir", str(kept_cache(RELEASES)), "--link", "--iss-compression", "none",
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
         yield work

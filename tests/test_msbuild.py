@@ -652,7 +652,9 @@ def test_fetch_takes_the_served_zip_and_extracts_its_sdk(
         served.replica.sha256,
         True,
     )
-    assert [r.status for r in served.server.requests_for(f"/mirror/{ZIP_NAME}")] == [200]
+    # One download; on a loaded machine a stalled read may be resumed (206), never restarted.
+    first, *resumed = [r.status for r in served.server.requests_for(f"/mirror/{ZIP_NAME}")]
+    assert (first, set(resumed) - {206}) == (200, set())
     tree = Path(str(fetched["folder"]))
     members = files_under(tree / TOP)
     headers = [member for member in members if member.startswith("include/")]

@@ -24,7 +24,7 @@ from bundler.errors import FetchError, ProfileError
 from bundler.rules.derive.flavours import available_flavours, load_flavour
 from bundler.rules.derive.index import find_wheel, wheel_rank
 from bundler.target.profiles import PipSource, Profile, is_pattern, load_profile, load_profile_file
-from tests.support.cache_links import linked_cache
+from tests.support.cache_links import RELEASES, kept_cache
 from tests.support.httpserver import HttpServer
 from tests.support.package_index import ORT_120, entry, page, profiles_new
 from tests.support.package_index import local_index as local_index  # the module fixture
@@ -221,13 +221,13 @@ def ort_120(
     gpu_cache: Path,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[Path, Path]]:
-    """The 1.20.2 profile, derived into a cache of its own. The release pins the session's
-    CUDA 12.4 and cuDNN wheels (the same SHA-256s as 1.19.2's), so the cache starts with the
-    session's archives hard-linked and only the ORT 1.20.2 wheel comes through pip (a cache
-    hit for the rest is a fetch by SHA-256 too). The cache goes when the module is done."""
+    """The 1.20.2 profile, derived into the kept cache of released wheels (tests/support/
+    cache_links.kept_cache). The release pins the session's CUDA 12.4 and cuDNN wheels (the
+    same SHA-256s as 1.19.2's), so the cache is seeded with the session's archives as hard
+    links and only the ORT 1.20.2 wheel comes through pip, on a first run (a cache hit for the
+    rest is a fetch by SHA-256 too). The derived profile goes when the module is done."""
     folder = tmp_path_factory.mktemp("ort-1.20.2")
-    cache, out = folder / "cache", folder / "ort-1.20.2-gpu-cuda12.toml"
-    linked_cache(gpu_cache, cache)
+    cache, out = kept_cache(RELEASES, seed=gpu_cache), folder / "ort-1.20.2-gpu-cuda12.toml"
     result = profiles_new(
         local_index, cache, "--ort", "1.20.2", "--flavour", "gpu-cuda12", "--out", str(out)
     )

@@ -13,24 +13,26 @@ compression. The archive is deterministic for the same DLLs (fixed member times 
 
 In use: `replica_profile` writes the GPU profile pinning the replica instead of the real zip,
 a test's cache lacks the pinned wheel (ORT_GPU_WHEEL_SHA256: `tests.support.cache_links`), so
-the zip is what a build takes; `replica` is the module fixture, built once from the real DLLs.
+the zip is what a build takes; `replica` is the module fixture, built once from the real DLLs
+and kept in the test cache (kept_replica).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import subprocess
 import zipfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
-from tests.support.paths import REPO
+from tests.support.paths import REPO, test_cache_dir
 from tests.support.real_dlls import RealDlls
-from tests.support.scratch import scratch
 from tests.support.skips import require
 
 TOP = "onnxruntime-win-x64-gpu-1.19.2"
@@ -202,10 +204,34 @@ def replica_profile(path: Path, replica: Replica) -> Path:
 
 
 @pytest.fixture(scope="module")
-def replica(real_dlls: RealDlls, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Replica]:
+def replica(real_dlls: RealDlls) -> Replica:
     require(
         shutil.which("x86_64-w64-mingw32-dlltool") is not None,
         "mingw-w64 is not installed (apt-get install mingw-w64)",
     )
-    with scratch(tmp_path_factory, "replica") as folder:
-        yield build_replica(real_dlls["onnxruntime-gpu"], folder)
+    return kept_replica(real_dlls["onnxruntime-gpu"])
+
+
+def kept_replica(wheel_dlls: Path) -> Replica:
+    """The replica, built once into the test cache and kept there between runs (650 MB that
+    every module serving it would otherwise write again): the same DLLs and this module give
+    the same zip, so its folder is named by a digest of both. Modules only read it (served over
+    HTTP, or a --mirror folder)."""
+    inputs = hashlib.sha256(Path(__file__).read_bytes())
+    for dll in sorted(wheel_dlls.glob("*.dll")):
+        inputs.update(f"{dll.name}:{dll.stat().st_size}".encode())
+    folder = test_cache_dir() / "replica" / inputs.hexdigest()[:16]
+    record = folder / "replica.json"
+    with FileLock(f"{folder}.lock"):
+        if not record.is_file():
+            shutil.rmtree(folder, ignore_errors=True)
+            built = build_replica(wheel_dlls, folder)
+            fields = {"sha256": built.sha256, "sha512": built.sha512, "size": built.size}
+            record.write_text(json.dumps(fields), encoding="utf-8")
+    fields = json.loads(record.read_text(encoding="utf-8"))
+    libraries = {name: (folder / "defs" / name).read_bytes() for name in _library_names()}
+    return Replica(folder / ZIP_NAME, import_libraries=libraries, **fields)
+
+
+def _library_names() -> list[str]:
+    return [f"{stem}.lib" for stem in LIB_DLLS]

@@ -46,13 +46,15 @@ def mark_tiers(config: pytest.Config, items: list[pytest.Item]) -> None:
         share_out(items)
 
 
-# The Windows tier, one group per CPython version (each has a prefix of its own). Scheduling,
-# by rank: the first two groups start on the two workers, the next two queue behind them in
-# turn. The newest version's group (the longest) starts on one worker with the display
-# prefix's behind it; the Inno Setup prefix's starts on the other, the older version's behind
-# it. So the two Windows builds of the GPU profile (each ~9 GB of caches and ~5 GB of copies
-# while its module runs) and the GPU setup (~4 GB) are not on disk at the same time.
+# The Windows tier, one group per CPython version, the newest version's unit tier (tests/
+# test_windows_unit_tier.py, ~8 minutes, a third of a worker's time) a group of its own.
+# Scheduling, by rank and then in collection order: the newest version's two groups start on
+# the two workers (its unit tier and the rest of its tier take the same interpreter, each
+# worker in its own prefix); the Inno Setup prefix's group, the display prefix's and the older
+# version's then go to whichever worker is free first, the other real-tools modules after
+# them and the fast tests last, so the two workers end within minutes of each other.
 WINDOWS_TIER = {"win_python", "win_wine"}
+UNIT_TIER = "test_windows_unit_tier"
 # The modules that share a prefix with state (a booted Inno Setup prefix, the display prefix):
 # one group each, so that one worker boots it (20-30 s and ~700 MB each) and sets its state.
 PREFIX_GROUPS = {"inno": 1, "display_wine": 2}
@@ -87,6 +89,8 @@ def share_out(items: list[pytest.Item]) -> None:
         if fixtures_of(item) & WINDOWS_TIER:
             version = windows_version(item)
             group, rank = f"windows-{version}", 0 if version == newest else OLDER_WINDOWS
+            if version == newest and module.endswith(f"/{UNIT_TIER}.py"):
+                group += "-unit"  # the longest test: on the other worker (see WINDOWS_TIER)
         elif prefixes.get(module):
             group = min(prefixes[module], key=PREFIX_GROUPS.__getitem__)
             rank = PREFIX_GROUPS[group]
