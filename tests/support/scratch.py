@@ -7,7 +7,8 @@ end of any test's body and prints it, with that test's name, in the summary: the
 peak, measured. It also counts the bytes the machine's disks wrote during each test (its
 fixtures' set-up and teardown included, so a module's shared fixture counts for the test that
 first asks for it) and prints the tests and modules that wrote the most, and each worker's
-time in tests (how evenly the two workers were loaded).
+time in tests (how evenly the two workers were loaded), and when and on which worker each test
+longer than a minute ran.
 
 The run's bytes are field 7 of /sys/block/<disk>/stat (sectors of 512 bytes written since boot,
 every process included: Wine's server too), summed over the real disks, as .ci/run counts them.
@@ -21,6 +22,7 @@ the other worker or the Windows side wrote the difference."""
 from __future__ import annotations
 
 import shutil
+import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -57,6 +59,7 @@ BLOCK = Path("/sys/block")
 # controlling process, which prints the summary, sees what every worker measured.
 FREE, WRITTEN, OWN = "disk_free_bytes", "disk_bytes_written", "own_bytes_written"
 STARTED = pytest.StashKey[tuple[int, int | None]]()
+LONG = 60.0  # seconds: a test this long is listed with its worker and when it started
 
 
 def own_bytes_written() -> int | None:
@@ -118,11 +121,16 @@ class DiskWatch:
         self.busy: Counter[str] = Counter()  # seconds of set-up, call and teardown per worker
         self.workers = workers
         self.started = bytes_written()
+        self.began = time.time()
+        self.long: list[tuple[float, str, float, str]] = []  # start, worker, seconds, test
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         node = getattr(report, "node", None)  # pytest-xdist: the worker that ran it
         worker = node.workerinput["workerid"] if node is not None else "main"
         self.busy[worker] += report.duration
+        start = getattr(report, "start", None)  # pytest >= 7.4 stamps each phase
+        if report.when == "call" and report.duration > LONG and start is not None:
+            self.long.append((start - self.began, worker, report.duration, report.nodeid))
         if report.when != "teardown":
             return
         for name, value in report.user_properties:
@@ -141,6 +149,10 @@ class DiskWatch:
         if self.busy:
             shares = ", ".join(f"{w} {t / 60:.1f} min" for w, t in sorted(self.busy.items()))
             terminalreporter.write_line(f"time in tests, per worker: {shares}")
+        for start, worker, seconds, nodeid in sorted(self.long):
+            terminalreporter.write_line(
+                f"  {worker} from {start / 60:4.1f} min, {seconds:4.0f} s: {nodeid}"
+            )
         total = bytes_written() - self.started
         report_writes(terminalreporter, (self.writes, self.own), total, self.workers)
 
