@@ -69,9 +69,7 @@ class Run:
 def fake_clock() -> dict[str, str]:
     """The environment that moves a 64-bit program's clock AHEAD_DAYS ahead (libfaketime's
     relative form; the monotonic clock left alone, file times read as they are)."""
-    require(
-        FAKETIME.is_file(), f"{FAKETIME} is missing: apt-get install faketime (bash .ci/run)"
-    )
+    require(FAKETIME.is_file(), f"{FAKETIME} is missing: apt-get install faketime (bash .ci/run)")
     return {
         "LD_PRELOAD": str(FAKETIME),
         "FAKETIME": f"+{AHEAD_DAYS}d",

@@ -32,10 +32,13 @@ def write_times(folder: Path, lock: Lock) -> None:
         except OSError:
             continue
     note = {"schema_version": _VERSION, "lock": _lock_digest(folder), "mtime_ns": stamps}
+    text = json.dumps(note, indent=1, sort_keys=True) + "\n"
     path = folder / TIMES_NAME
+    if _text(path) == text:
+        return  # an unchanged note keeps its time: a no-op rebuild changes nothing
     temp = path.with_name(f".{path.name}.bundle-tmp")
     try:
-        temp.write_text(json.dumps(note, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        temp.write_text(text, encoding="utf-8", newline="\n")
         files.replace(temp, path)
     except OSError as exc:
         temp.unlink(missing_ok=True)
@@ -58,6 +61,13 @@ def read_times(folder: Path, lock_file: Path | None = None) -> dict[str, int]:
         return {str(name): int(ns) for name, ns in note["mtime_ns"].items()}
     except (OSError, ValueError, TypeError, AttributeError, KeyError):
         return {}
+
+
+def _text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return None
 
 
 def _lock_digest(folder: Path) -> str | None:
