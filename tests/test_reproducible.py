@@ -33,8 +33,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 from tests.support.cache_links import linked_cache
 from tests.support.inno import InnoSetup
 from tests.support.paths import HELLO
