@@ -31,7 +31,7 @@ def write_times(folder: Path, lock: Lock) -> None:
             stamps[item.name] = (folder / item.name).stat().st_mtime_ns
         except OSError:
             continue
-    note = {"schema_version": _VERSION, "lock": _lock_digest(folder), "mtime_ns": stamps}
+    note = {"schema_version": _VERSION, "lock": _digest(folder / LOCK_NAME), "mtime_ns": stamps}
     text = json.dumps(note, indent=1, sort_keys=True) + "\n"
     path = folder / TIMES_NAME
     if _text(path) == text:
@@ -54,9 +54,7 @@ def read_times(folder: Path, lock_file: Path | None = None) -> dict[str, int]:
     lock_file = lock_file or folder / LOCK_NAME
     try:
         note = json.loads((lock_file.parent / TIMES_NAME).read_text(encoding="utf-8"))
-        if note.get("schema_version") != _VERSION or note.get("lock") != _lock_digest(
-            lock_file.parent
-        ):
+        if note.get("schema_version") != _VERSION or note.get("lock") != _digest(lock_file):
             return {}
         return {str(name): int(ns) for name, ns in note["mtime_ns"].items()}
     except (OSError, ValueError, TypeError, AttributeError, KeyError):
@@ -70,8 +68,8 @@ def _text(path: Path) -> str | None:
         return None
 
 
-def _lock_digest(folder: Path) -> str | None:
+def _digest(lock_file: Path) -> str | None:
     try:
-        return hashlib.sha256((folder / LOCK_NAME).read_bytes()).hexdigest()
+        return hashlib.sha256(lock_file.read_bytes()).hexdigest()
     except OSError:
         return None
