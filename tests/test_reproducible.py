@@ -44,7 +44,10 @@ APPEND = "/Sbundlepack=$p"  # the Sign Tool that appends the pack to the full se
 FAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
 AHEAD_DAYS = 400
 SCRIPTS = ("setup.iss", "setup-web.iss", "bundle-pack.iss", "bundlepack.cmd")
-SAME_AS_PUBLISHED = ("bundle.lock.json", "bundle.cdx.json", "bundle.spdx.json", "SHA256SUMS")
+SAME_AS_PUBLISHED = (
+    *("bundle.lock.json", "bundle.cdx.json", "bundle.spdx.json", "bundle.provenance.json"),
+    "SHA256SUMS",
+)
 
 
 @dataclass(frozen=True)
