@@ -251,7 +251,7 @@ def time_changed(audited: Audited) -> Iterator[Finding]:
         moved = abs(stat.st_mtime_ns - noted) > TIME_TOLERANCE_NS
         if stat.st_size == entry.size and moved:
             message = (
-                f"{entry.name} has another time stamp than the lock file records (same size): "
+                f"{entry.name} has another time stamp than the build left (same size): "
                 "it may have been changed or copied without its times after the build"
             )
             yield finding("BA404", (entry.name,), message)
