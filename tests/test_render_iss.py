@@ -355,7 +355,10 @@ def test_the_scripts_name_no_folder_of_the_machine_and_the_date_is_the_source_da
     the runtime pack's script is the same bytes and has the fixed date; the app's scripts
     differ only by the date; the pack cache's folder is only in bundle-pack-cache.txt."""
     scripts: dict[str, dict[str, bytes]] = {}
-    for name, env in (("one", {}), ("two", {"SOURCE_DATE_EPOCH": "1700000000"})):
+    for name, env in (
+        ("one", {"SOURCE_DATE_EPOCH": ""}),
+        ("two", {"SOURCE_DATE_EPOCH": "1700000000"}),
+    ):
         folder = tmp_path / name / "deeper" / "dist"
         folder.mkdir(parents=True)
         lock = sample_lock()
