@@ -215,8 +215,8 @@ _CHECKS = (
         "BA404",
         "file-changed",
         Severity.WARNING,
-        "A file's time stamp differs from bundle.lock.json (its bytes are hashed only with "
-        "--verify)",
+        "A file's time stamp differs from the one the build left (bundle.times.json; its "
+        "bytes are hashed only with --verify)",
         "audit with --verify to check {file}'s hash (copy bundles with their times kept: "
         "xcopy, robocopy, cp -p)",
     ),

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from bundler.audit.loader_output import LoaderRun
 from bundler.audit.loadproof import LoadProof, proof_findings
 from bundler.closure.lock import LOCK_NAME, Lock, LockedFile
 from bundler.closure.lockfile import read_lock, write_lock
+from bundler.closure.times import TIMES_NAME, write_times
 from bundler.findings import Severity
 from bundler.target.profiles import available_profiles, load_profile
 from tests.support.builds import build
@@ -222,6 +224,26 @@ def test_a_time_stamp_other_than_the_locks_is_a_warning_that_verify_settles(
     os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 60 * 10**9))
     assert codes_for(audit(folder, GPU), "cudart64_12.dll") == {"BA404"}
     assert codes_for(audit(folder, GPU, verify=True), "cudart64_12.dll") == set()
+
+
+def test_the_times_noted_beside_the_lock_are_ba404s_reference(tmp_path: Path) -> None:
+    """The lock records no local time (it is published); the build notes each file's time in
+    bundle.times.json, which the cheap check reads, and ignores once the lock is another."""
+    folder = synthetic_gpu(tmp_path / "app")
+    lock = read_lock(lock_for(folder))
+    assert lock is not None and all(item.mtime_ns is None for item in lock.files)
+    path = folder / "cudart64_12.dll"
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 60 * 10**9))
+    assert not [f for f in audit(folder, GPU).findings if f.code == "BA404"]  # no note yet
+    write_times(folder, lock)
+    noted = json.loads((folder / TIMES_NAME).read_text(encoding="utf-8"))["mtime_ns"]
+    assert noted["cudart64_12.dll"] == path.stat().st_mtime_ns
+    assert not [f for f in audit(folder, GPU).findings if f.code == "BA404"]
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 60 * 10**9))
+    assert codes_for(audit(folder, GPU), "cudart64_12.dll") == {"BA404"}
+    assert codes_for(audit(folder, GPU, verify=True), "cudart64_12.dll") == set()
+    write_lock(folder / LOCK_NAME, replace(lock, app="other.exe"))  # another build's lock
+    assert not [f for f in audit(folder, GPU).findings if f.code == "BA404"]
 
 
 def test_build_records_imports_and_times_in_the_lock(tmp_path: Path) -> None:

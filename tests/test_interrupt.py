@@ -229,6 +229,9 @@ def check_output(run: Run, reference: dict[str, object]) -> None:
         if name == "bundle.lock.json":
             assert comparable(json.loads(path.read_text())) == comparable(reference), name
             continue
+        if name == "bundle.times.json":  # the build's note, written after the lock: whole
+            assert set(json.loads(path.read_text())["mtime_ns"]) <= set(expected), name
+            continue
         if name == "bundle-doctor.dat":  # the lock's view, written after it: whole, if there
             body, _, end = path.read_text().rstrip("\n").rpartition("\n")
             assert end == "end\t" + hashlib.sha256((body + "\n").encode()).hexdigest(), name
@@ -335,7 +338,7 @@ def test_build_killed_anywhere_converges(
         lock = json.loads((run.out / "bundle.lock.json").read_text())
         assert comparable(lock) == comparable(reference)
         names = {p.relative_to(run.out).as_posix() for p in run.out.rglob("*") if p.is_file()}
-        views = {"bundle.lock.json", "bundle-doctor.dat"}
+        views = {"bundle.lock.json", "bundle-doctor.dat", "bundle.times.json"}
         assert names == {*(i["name"] for i in reference_files(reference)), *views}
 
     points = build_points(random.Random(SEED + 1))

@@ -247,6 +247,7 @@ def test_tiny_layout_has_headers_import_libraries_closure_and_licences(
         "bin/onnxruntime.dll",
         "bin/onnxruntime_providers_shared.dll",
         "bundle.lock.json",
+        "bundle.times.json",  # the build's local note of its files' times (not shipped)
         "include/core/providers/resource.h",
         "include/onnxruntime_c_api.h",
         "lib/extra.lib",

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from bundler.closure.lock import Lock
+from bundler.closure.lock import LOCK_NAME, Lock, runtime_pack
+from bundler.closure.lockfile import write_lock
 from bundler.errors import ConfigError
 from bundler.render.engine import Templates
 from bundler.render.escaping import (
@@ -30,7 +32,7 @@ from bundler.render.render_settings import IssSettings
 from tests.support.locks import locked, sample_lock
 from tests.support.paths import hello_app
 from tests.support.runs import bundle_from_cache as bundle
-from tests.support.runs import hello_cpu
+from tests.support.runs import cli, hello_cpu
 
 TEMPLATES = Templates(None)  # renders without keeping anything between runs
 
@@ -341,3 +343,51 @@ def test_render_without_a_lock_says_what_to_do(tmp_path: Path) -> None:
     result = bundle("render", "iss", "--lock", str(tmp_path / "bundle.lock.json"))
     assert result.returncode == 14
     assert "run bundle build first" in result.stderr
+
+
+# --- reproducible scripts (docs/reproducible.md) --------------------------------------------------
+
+
+def test_the_scripts_name_no_folder_of_the_machine_and_the_date_is_the_source_date(
+    tmp_path: Path,
+) -> None:
+    """Rendered for two machines (other folders, other caches, one with $SOURCE_DATE_EPOCH):
+    the runtime pack's script is the same bytes and has the fixed date; the app's scripts
+    differ only by the date; the pack cache's folder is only in bundle-pack-cache.txt."""
+    scripts: dict[str, dict[str, bytes]] = {}
+    for name, env in (
+        ("one", {"SOURCE_DATE_EPOCH": ""}),
+        ("two", {"SOURCE_DATE_EPOCH": "1700000000"}),
+    ):
+        folder = tmp_path / name / "deeper" / "dist"
+        folder.mkdir(parents=True)
+        lock = sample_lock()
+        write_lock(folder / LOCK_NAME, replace(lock, runtime_pack=runtime_pack(lock.files)))
+        args = ("render", "iss", str(folder), "--runtime-pack", "--pack-url", "https://x.test/p")
+        done = cli((*args, "--cache-dir", str(tmp_path / name / "cache")), env=env)
+        assert done.returncode == 0, done.stderr
+        scripts[name] = {
+            script: (folder / script).read_bytes()
+            for script in ("setup.iss", "setup-web.iss", "bundle-pack.iss", "bundlepack.cmd")
+        }
+        for text in scripts[name].values():
+            assert str(tmp_path).encode() not in text and b"Z:\\" not in text
+        cache = (folder / "bundle-pack-cache.txt").read_text(encoding="utf-8")
+        assert "runtime-packs" in cache and name in cache
+    one, two = scripts["one"], scripts["two"]
+    assert one["bundle-pack.iss"] == two["bundle-pack.iss"]
+    assert b"TouchDate=1980-01-01\r\nTouchTime=00:00:00\r\n" in one["bundle-pack.iss"]
+    assert b"TouchDate=1980-01-01\r\nTouchTime=00:00:00\r\n" in one["setup.iss"]
+    assert b"TouchDate=2023-11-14\r\nTouchTime=22:13:20\r\n" in two["setup.iss"]  # 1700000000
+    for script in ("setup.iss", "setup-web.iss"):
+        moved = two[script].replace(b"2023-11-14", b"1980-01-01").replace(b"22:13:20", b"00:00:00")
+        assert moved == one[script], script
+
+
+def test_every_file_of_a_setup_gets_the_date_not_its_own_time() -> None:
+    values = iss_values(sample_lock(), IssSettings(source_date=0), 0)
+    assert (values["touch_date"], values["touch_time"]) == ("1970-01-01", "00:00:00")
+    text = TEMPLATES.render("setup.iss.j2", **values)
+    files = [line for line in text.splitlines() if line.startswith("Source: ")]
+    assert files and all("touch" in line.split("Flags: ")[1] for line in files)
+    assert "TimeStampsInUTC=yes" in text.splitlines()

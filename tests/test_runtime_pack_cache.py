@@ -49,8 +49,9 @@ def test_cache_list_moves_the_old_folder_with_its_packs(tmp_path: Path) -> None:
 
 
 def test_render_iss_moves_the_old_folder_and_names_the_new_one(tmp_path: Path) -> None:
-    """`render iss --runtime-pack`: the script's pack cache is the new folder, where the pack
-    an older bundle compiled now lies, so ISCC reuses it instead of compiling it again."""
+    """`render iss --runtime-pack`: the pack cache named for the script is the new folder,
+    where the pack an older bundle compiled now lies, so ISCC reuses it instead of compiling it
+    again."""
     cache, bundle = tmp_path / "cache", tmp_path / "bundle"
     bundle.mkdir()
     lock = sample_lock()
@@ -60,8 +61,10 @@ def test_render_iss_moves_the_old_folder_and_names_the_new_one(tmp_path: Path) -
     done = run_bundle(*args)
     assert done.returncode == 0, done.stderr
     assert not (cache / "packs").exists() and (cache / "runtime-packs" / PACK).is_dir()
-    script = (bundle / "setup.iss").read_text(encoding="utf-8-sig")
-    assert "\\runtime-packs\\" in script and "\\packs\\" not in script
+    # the pack cache's folder is named beside the script, not in it (docs/reproducible.md)
+    named = (bundle / "bundle-pack-cache.txt").read_text(encoding="utf-8")
+    assert "\\runtime-packs\\" in named and "\\packs\\" not in named
+    assert "runtime-packs" not in (bundle / "setup.iss").read_text(encoding="utf-8-sig")
 
 
 def test_both_folders_stay_and_clean_all_removes_both(tmp_path: Path) -> None:

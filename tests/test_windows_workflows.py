@@ -523,7 +523,8 @@ def test_scan_and_deps_of_the_built_folder(
 # The lock file is written with LF line ends on every system (bundler/closure/lockfile.py). Fields
 # allowed
 # to differ between a Windows and a Linux build of the same inputs:
-# - mtime_ns of the files whose time is the file system's own (the app, bundle-doctor.exe):
+# - mtime_ns (null in both since issue 41: the times are in bundle.times.json; in an older lock,
+#   of the files whose time is the file system's own, the app and bundle-doctor.exe):
 #   Windows keeps file times in 100 ns ticks (FILETIME), Linux in nanoseconds, so Windows reads
 #   the same file's time rounded down to 100 ns. The files taken from archives carry the
 #   member's time (2 s resolution), the same on both.

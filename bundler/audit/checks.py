@@ -236,20 +236,22 @@ def hash_mismatch(audited: Audited) -> Iterator[Finding]:
 
 def time_changed(audited: Audited) -> Iterator[Finding]:
     """Without hashing, a time stamp other than the one the build left is the cheap sign of
-    a changed file (the build keeps its sources' times; xcopy and robocopy keep them too)."""
+    a changed file (the build keeps its sources' times; xcopy and robocopy keep them too). The
+    build notes them beside the lock (bundle.times.json); older locks held them themselves."""
     if not audited.lock or audited.verify:
         return
     for entry in audited.lock.files:
-        if entry.mtime_ns is None:
-            continue  # a lock written before times were recorded
+        noted = audited.times.get(entry.name, entry.mtime_ns)
+        if noted is None:
+            continue  # no note: an installed folder, an archive, a lock from before times
         try:
             stat = (audited.folder.path / entry.name).stat()
         except OSError:
             continue
-        moved = abs(stat.st_mtime_ns - entry.mtime_ns) > TIME_TOLERANCE_NS
+        moved = abs(stat.st_mtime_ns - noted) > TIME_TOLERANCE_NS
         if stat.st_size == entry.size and moved:
             message = (
-                f"{entry.name} has another time stamp than the lock file records (same size): "
+                f"{entry.name} has another time stamp than the build left (same size): "
                 "it may have been changed or copied without its times after the build"
             )
             yield finding("BA404", (entry.name,), message)

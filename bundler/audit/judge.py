@@ -52,6 +52,7 @@ from bundler.closure.lock import INSTALLED_LIST, LOCK_NAME, PACK_MARKER, Lock
 from bundler.closure.lockfile import read_lock
 from bundler.closure.plan import Plan, Status
 from bundler.closure.resolve import Recorded, resolve
+from bundler.closure.times import read_times
 from bundler.closure.vcruntime import VC_RUNTIME_DLLS
 from bundler.errors import ArchiveError, InputFileError
 from bundler.findings import Finding
@@ -114,7 +115,15 @@ def audit(
     plan = resolve_folder(files, profile, policy, lock)
     hashed = lock is not None and (verify or lock_path is not None)
     audited = Audited(
-        files, profile, policy, plan, lock, hashed, installed_names(folder), installed_pack(folder)
+        files,
+        profile,
+        policy,
+        plan,
+        lock,
+        hashed,
+        installed_names(folder),
+        installed_pack(folder),
+        read_times(folder, lock_file),
     )
     kept, suppressed = suppress(run_checks(audited), ignore)
     return AuditReport(

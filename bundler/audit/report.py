@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -114,6 +114,8 @@ class Audited:
     # None in a folder no setup installed (a build's output)
     installed: frozenset[str] | None = None
     installed_pack: str | None = None  # the pack hash in bundle-pack.txt; None without one
+    # the build's note of its files' times (bundle.times.json), by name: BA404's reference
+    times: Mapping[str, int] = field(default_factory=dict)
 
     @cached_property
     def packs_left_out(self) -> tuple[LockedEp, ...]:

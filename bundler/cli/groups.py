@@ -96,10 +96,12 @@ class Installer:
     def over(self, base: IssSettings, picked: Options | None = None) -> IssSettings:
         """bundle.toml's [render] settings with these flags on top (one resolver)."""
         from bundler.config.options import Options
+        from bundler.config.settings import source_date
 
         pick = (picked or Options()).pick
         return replace(
             base,
+            source_date=source_date(),
             app_name=pick("app_name", self.app_name, base.app_name),
             app_version=pick("app_version", self.app_version, base.app_version),
             publisher=pick("publisher", self.publisher, base.publisher),

@@ -53,7 +53,10 @@ class LockedFile:
     # when the file is gone. None in locks written before they were recorded.
     imports: tuple[str, ...] | None = None
     delay_imports: tuple[str, ...] | None = None
-    mtime_ns: int | None = None  # the placed file's modification time, for the audit's cheap check
+    # The placed file's time, for the audit's cheap check (BA404), in locks written before
+    # bundle.times.json took it (bundler/closure/times.py): a build now writes null here, the key
+    # kept so a previous release reads the lock as one written before times were recorded
+    mtime_ns: int | None = None
     # The CUDA code in a bundled DLL's fat binaries (bundler/binary/fatbin.py): SASS architectures
     # and
     # PTX targets, e.g. ("sm_80", "sm_90a"); () for none. None: not read (a lock written before).

@@ -36,6 +36,7 @@ from bundler.render.render_settings import (
     DEFAULT_COMPRESSION,
     DEFAULT_DICTIONARY_KB,
     IssSettings,
+    touch_values,
     version_info,
 )
 from bundler.render.sign import sign_command, sign_values, write_sign_command
@@ -102,7 +103,7 @@ def write_iss(
     )
     if pack is None:
         return result
-    pack_script = write_pack_script(templates, lock, bundle_dir, script.parent, settings)
+    pack_script = write_pack_script(templates, lock, bundle_dir, script.parent, settings, pack)
     web = pack_values(templates, lock, settings, cache, web=True) if settings.pack_url else None
     web_script = script.parent / WEB_SCRIPT if web else None
     if web and web_script:
@@ -177,6 +178,7 @@ def iss_values(
         "doctor_data": DOCTOR_DATA,
         "pruned": [item.name for item in lock.pruned],
         **sign_values(settings.sign),
+        **touch_values(settings.source_date),
     }
 
 

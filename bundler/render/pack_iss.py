@@ -26,6 +26,7 @@ from bundler.render.render_settings import (
     DEFAULT_COMPRESSION,
     DEFAULT_DICTIONARY_KB,
     IssSettings,
+    touch_values,
 )
 from bundler.render.sign import SIGN_COMMAND_FILE, sign_values
 
@@ -33,6 +34,9 @@ PACK_SCRIPT = "bundle-pack.iss"
 PACK_TEMPLATE = "bundle-pack.iss.j2"
 WEB_SCRIPT = "setup-web.iss"
 PACK_LOG = "bundle-pack.log"
+# Beside the scripts: the pack cache's folder of this pack on this machine, read by setup.iss at
+# compile time (ISPP), so that no machine path is in the scripts (docs/reproducible.md)
+PACK_CACHE_FILE = "bundle-pack-cache.txt"
 APPEND_TOOL = "bundlepack"  # the Sign Tool that appends the pack: iscc "/Sbundlepack=$p"
 APPEND_SCRIPT = "bundlepack.cmd"
 APPEND_TEMPLATE = "bundlepack.cmd.j2"
@@ -79,7 +83,9 @@ def pack_values(
         # with [sign], setup.iss signs the pack with the command in signtool.txt
         "sign_tool": sign_values(settings.sign)["sign_tool"],
         "sign_command": SIGN_COMMAND_FILE,
+        # the compiled pack's folder, named in cache_file beside the script (machine-local)
         "cache": windows_folder(pack_cache / name),
+        "cache_file": PACK_CACHE_FILE,
         "marker": PACK_MARKER,
         "log": PACK_LOG,
         "web": web,
@@ -92,10 +98,17 @@ def pack_values(
 
 
 def write_pack_script(
-    templates: Templates, lock: Lock, bundle_dir: Path, folder: Path, settings: IssSettings
+    templates: Templates,
+    lock: Lock,
+    bundle_dir: Path,
+    folder: Path,
+    settings: IssSettings,
+    pack: dict[str, Any],
 ) -> Path:
-    """bundle-pack.iss beside the app's script: the pack's files, relative to that folder; and
-    bundlepack.cmd, which puts the compiled pack into the full setup."""
+    """bundle-pack.iss beside the app's script: the pack's files, relative to that folder;
+    bundlepack.cmd, which puts the compiled pack into the full setup; and the pack cache's
+    folder of `pack` (pack_values) on this machine, in bundle-pack-cache.txt."""
+    write_text(folder / PACK_CACHE_FILE, pack["cache"])
     script = folder / PACK_SCRIPT
     text = _pack_script(templates, _pack_of(lock), relative_folder(bundle_dir, folder), settings)
     write_text(script, text, bom=True, newline="\r\n")
@@ -128,6 +141,8 @@ def _pack_script(
         else None,
         **sign_values(settings.sign),
         part_bytes=settings.pack_part_mb * 1_000_000,
+        # a fixed date, not the release's: one pack, one compiled setup, whatever the app's date
+        **touch_values(None),
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from bundler.config.validate import COMPRESSIONS, INSTALL_SCOPES, SIGN_TOOLS
@@ -27,6 +28,10 @@ SECRET_KEYS = ("password", "pass", "pfx_password", "pin", "passphrase")
 DEFAULT_PACK_PART_MB = 100
 PACK_PART_MB = (4, 2000)  # Inno Setup's DiskSliceSize, in MB (1 MB = 1,000,000 bytes)
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# The time of every file in a setup without a source date: 1980-01-01 00:00:00 UTC, the archives'
+# fixed time (bundler/ship/archive.py). Never the clock, never the source file's time, so the
+# same inputs compile to the same setup bytes anywhere (docs/reproducible.md).
+FIXED_FILE_DATE = 315532800
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,8 @@ class IssSettings:
     pack_part_mb: int = DEFAULT_PACK_PART_MB
     install_scope: str = "machine"  # "machine" (admin), "user" (no admin) or "ask"
     sign: SignSettings | None = None  # bundle.toml [sign]: sign the setup and its uninstaller
+    # $SOURCE_DATE_EPOCH: the time the app's setup gives its files; None: FIXED_FILE_DATE
+    source_date: int | None = None
 
     def checked(self, vc_runtime: str | None = None) -> IssSettings:
         """The settings, validated before anything is built or written (with the bundle's VC++
@@ -108,6 +115,14 @@ def checked_pack_url(url: str) -> str:
         f"pack_url '{url}' is not an https:// URL; publish the runtime pack on an https:// "
         "server and give the folder's URL (plain http only for 127.0.0.1, for tests)."
     )
+
+
+def touch_values(source_date: int | None) -> dict[str, str]:
+    """Inno Setup's TouchDate and TouchTime (UTC, with TimeStampsInUTC=yes) for a setup whose
+    [Files] carry the touch flag: with it ISCC stores this time for each file instead of the
+    source file's, which differs from checkout to checkout (docs/reproducible.md)."""
+    moment = datetime.fromtimestamp(FIXED_FILE_DATE if source_date is None else source_date, UTC)
+    return {"touch_date": moment.strftime("%Y-%m-%d"), "touch_time": moment.strftime("%H:%M:%S")}
 
 
 def version_info(version: str) -> str | None:

@@ -32,6 +32,7 @@ from bundler.closure.lock import LOCK_NAME, Lock
 from bundler.closure.lockfile import read_lock, write_lock
 from bundler.closure.plan import Plan, Status
 from bundler.closure.resolve import resolve
+from bundler.closure.times import write_times
 from bundler.closure.vcruntime import apply_vc_runtime_policy, required_vc_runtime
 from bundler.errors import SdkMissingError
 from bundler.render.engine import Templates
@@ -103,6 +104,7 @@ def lay_out(options: MsbuildOptions, report: Reporter, templates: Templates) -> 
     counters.removed += len(removed)
     if previous is None or previous.to_json() != lock.to_json():
         write_lock(out / LOCK_NAME, lock)  # an unchanged lock keeps its time stamp
+    write_times(out, lock)
     files = write_msbuild_files(templates, lock, out)
     postbuild = write_postbuild(
         templates, postbuild_view(lock), out / BIN_DIR, out, PostbuildSettings()

@@ -22,6 +22,7 @@ from bundler.closure.lock import LOCK_NAME, Lock, LockedModel, runtime_pack
 from bundler.closure.lockfile import read_lock, require_as_locked, write_lock
 from bundler.closure.plan import Plan, Status
 from bundler.closure.resolve import read_inputs, resolve
+from bundler.closure.times import write_times
 from bundler.closure.vcruntime import (
     apply_vc_runtime_policy,
     require_vc_redist,
@@ -293,6 +294,7 @@ def _deploy(staged: Staged) -> BuildResult:
     bar = staged.progress(f"deploying into {out}", size) if size else None
     apply(deployment, counters, bar)
     write_lock(out / LOCK_NAME, lock)
+    write_times(out, lock)
     return result
 
 

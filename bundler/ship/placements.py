@@ -157,7 +157,7 @@ def locked_files(
                 member=source.member,
                 why=plan.why(item.key) if item and source.kind == "bundled" else None,
                 **_recorded_imports(plan, item if source.kind == "bundled" else None),
-                mtime_ns=_mtime_ns(placement.source),
+                mtime_ns=None,  # no local time in the lock: bundle.times.json
             )
         )
     return tuple(files)
@@ -177,11 +177,3 @@ def _recorded_imports(plan: Plan, item: PlanFile | None) -> dict[str, tuple[str,
         "imports": tuple(found[EdgeKind.IMPORT]),
         "delay_imports": tuple(found[EdgeKind.DELAY_IMPORT]),
     }
-
-
-def _mtime_ns(path: Path) -> int | None:
-    """The deployed copy keeps its source's time (bundler.ship.deploy), so the source's is it."""
-    try:
-        return path.stat().st_mtime_ns
-    except OSError:
-        return None

@@ -26,13 +26,18 @@ LZMAUseSeparateProcess=yes
 LZMADictionarySize=16384
 OutputBaseFilename=My-App-s-100-Ünïcode--1.0.0.0-setup
 SetupLogging=yes
+; the same bytes from the same inputs on any machine, in any time zone: each file's time in
+; the setup is this date (UTC), not its source's (docs/reproducible.md)
+TimeStampsInUTC=yes
+TouchDate=1980-01-01
+TouchTime=00:00:00
 
 [Files]
-Source: "bundle.lock.json"; DestDir: "{app}"; Flags: ignoreversion
-Source: "licenses\ünïcödé (x64)\LICENSE [2] #1.txt"; DestDir: "{app}\licenses\ünïcödé (x64)"; Flags: ignoreversion
-Source: "my {app} 'v2' 100% ü.exe"; DestDir: "{app}"; Flags: ignoreversion
-Source: "vc_redist.x64.exe"; DestDir: "{tmp}"; Flags: ignoreversion deleteafterinstall; Check: VCRuntimeNeeded
-Source: "{braces} & 'quotes' 100%.dll"; DestDir: "{app}"; Flags: ignoreversion
+Source: "bundle.lock.json"; DestDir: "{app}"; Flags: ignoreversion touch
+Source: "licenses\ünïcödé (x64)\LICENSE [2] #1.txt"; DestDir: "{app}\licenses\ünïcödé (x64)"; Flags: ignoreversion touch
+Source: "my {app} 'v2' 100% ü.exe"; DestDir: "{app}"; Flags: ignoreversion touch
+Source: "vc_redist.x64.exe"; DestDir: "{tmp}"; Flags: ignoreversion deleteafterinstall touch; Check: VCRuntimeNeeded
+Source: "{braces} & 'quotes' 100%.dll"; DestDir: "{app}"; Flags: ignoreversion touch
 
 [UninstallDelete]
 Type: files; Name: "{app}\bundle-installed.txt"

@@ -15,9 +15,11 @@ from pathlib import Path
 
 from tests.support.runs import bundle_from_cache
 
-# Views of the lock written beside it; not payload, so not in the lock.
+# Views of the lock written beside it, and the build's local note of its files' times
+# (bundle.times.json); not payload, so not in the lock.
 GENERATED = (
     "bundle.lock.json",
+    "bundle.times.json",
     "bundle-doctor.dat",
     "setup.iss",
     "postbuild.cmd",
