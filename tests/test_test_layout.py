@@ -19,10 +19,12 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from tests.support.paths import REPO
+from tests.support.tiers import shares_out
 from tests.support.trees import write_tree
 
 TESTS = ("tests",)
@@ -197,3 +199,15 @@ def test_a_planted_helper_in_conftest_is_found(tmp_path: Path) -> None:
     )
     conftest = write_tree(tmp_path, {"conftest.py": text}) / "conftest.py"
     assert not_fixtures_or_hooks(conftest) == ["REPO", "helper", "Thing"]
+
+
+def test_the_workers_of_pytest_xdist_share_out_by_group(request: pytest.FixtureRequest) -> None:
+    """pytest-xdist's workers collect with numprocesses unset (they run their share, they do
+    not start workers): the groups are marked there too, and in a worker of this run they are."""
+    assert shares_out(SimpleNamespace(option=SimpleNamespace(numprocesses=2)))
+    assert shares_out(SimpleNamespace(option=SimpleNamespace(numprocesses=None), workerinput={}))
+    assert not shares_out(SimpleNamespace(option=SimpleNamespace(numprocesses=None)))
+    if hasattr(request.config, "workerinput"):
+        heavy = [i for i in request.session.items if i.get_closest_marker("real_tools")]
+        loose = [i.nodeid for i in heavy if not i.get_closest_marker("xdist_group")]
+        assert not loose, f"real-tools tests in no xdist_group in this worker: {loose[:3]}"

@@ -42,8 +42,16 @@ def mark_tiers(config: pytest.Config, items: list[pytest.Item]) -> None:
         if slow or named or fixtures & REAL_TOOL_FIXTURES or module in REAL_TOOL_MODULES:
             item.add_marker(pytest.mark.real_tools)
         mark_posix_only(item, fixtures)
-    if getattr(config.option, "numprocesses", None):
+    if shares_out(config):
         share_out(items)
+
+
+def shares_out(config: object) -> bool:
+    """Whether the run is shared out by pytest-xdist: the controller has -n, and the workers,
+    which collect the items the controller schedules, have numprocesses unset but their
+    `workerinput` (the groups must be marked there, or --dist loadgroup finds none)."""
+    option = getattr(config, "option", None)
+    return bool(getattr(option, "numprocesses", None)) or hasattr(config, "workerinput")
 
 
 # The Windows tier, one group per CPython version, the newest version's unit tier (tests/
