@@ -52,7 +52,7 @@ from tests.support.mingw import run_build_script
 from tests.support.paths import HELLO, REPO
 from tests.support.runs import pip_env
 from tests.support.skips import require
-from tests.support.wine import NATIVE_VC_RUNTIME, Wine
+from tests.support.wine import NATIVE_VC_RUNTIME, Wine, program_stderr
 
 pytestmark = pytest.mark.real_tools
 
@@ -661,7 +661,8 @@ def pack_lines(
 ) -> dict[str, tuple[str, str]]:
     """--eps' output by pack name: (yes|no, reason), every line checked for its format (its
     first field `head`: "pack" for --packs, the flag's old spelling)."""
-    assert result.returncode == 0 and result.stderr == "", (result.returncode, result.stderr)
+    stderr = program_stderr(result.stderr)
+    assert result.returncode == 0 and stderr == "", (result.returncode, result.stderr)
     lines = result.stdout.split("\n")  # CRLF read as LF (text mode)
     assert lines[-1] == "", result.stdout
     verdicts = {}

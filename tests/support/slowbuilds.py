@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from bundler.closure.lockfile import read_lock
+from bundler.closure.times import TIMES_NAME
 from bundler.render.doctor_dat import doctor_data
 from tests.support.httpserver import HttpServer
 from tests.support.slowrelease import DEPS, Release, app_exe, mirror_args
@@ -38,13 +39,14 @@ def setup(tmp_path: Path, release: Release) -> tuple[Path, Path]:
 
 def check_folder_matches_lock(out: Path) -> dict[str, object]:
     """Exactly the lock's files, each with the lock's hash, and nothing else (no temp file,
-    no build lock left behind)."""
+    no build lock left behind) beside the lock, the doctor's data and the build's local note
+    of its files' times."""
     lock = json.loads((out / "bundle.lock.json").read_text())
     expected = {item["name"]: item["sha256"] for item in lock["files"]}
     found = {
         path.relative_to(out).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
         for path in out.rglob("*")
-        if path.is_file() and path.name not in ("bundle.lock.json", "bundle-doctor.dat")
+        if path.is_file() and path.name not in ("bundle.lock.json", "bundle-doctor.dat", TIMES_NAME)
     }
     assert found == expected
     # the doctor's data file is the lock's view, complete
