@@ -31,7 +31,7 @@ from bundler.config.validate import refuse_unshipped_requirement
 from bundler.errors import ConfigError
 from bundler.render.engine import Templates, relative_folder, write_text
 from bundler.render.escaping import ISPP_INLINE_END, ISPP_INLINE_START
-from bundler.render.pack_iss import ISS_SCRIPT, WEB_SCRIPT, pack_values, write_pack_script
+from bundler.render.pack_iss import ISS_SCRIPT, WEB_SCRIPT, plan_pack, write_pack_script
 from bundler.render.render_settings import (
     DEFAULT_COMPRESSION,
     DEFAULT_DICTIONARY_KB,
@@ -87,8 +87,8 @@ def write_iss(
         )
     settings.checked(lock.vc_runtime)
     prefix = relative_folder(bundle_dir, script.parent)
-    cache = pack_cache or runtime_packs_folder(script.parent)
-    pack = pack_values(templates, lock, settings, cache, web=False)
+    plan = plan_pack(templates, lock, settings, pack_cache or runtime_packs_folder(script.parent))
+    pack = plan.values(settings, web=False) if plan else None
     values = iss_values(lock, settings, _payload_bytes(lock, bundle_dir, pack), prefix, pack)
     write_text(script, templates.render(TEMPLATE, **values), bom=True, newline="\r\n")
     signing = write_sign_command(templates, settings.sign, script.parent) if settings.sign else None
@@ -101,13 +101,12 @@ def write_iss(
         sign_line=sign_command(settings.sign) if settings.sign else None,
         components=tuple(ep["component"] for ep in values["eps"]),
     )
-    if pack is None:
+    if plan is None:
         return result
-    pack_script = write_pack_script(templates, lock, bundle_dir, script.parent, settings, pack)
-    web = pack_values(templates, lock, settings, cache, web=True) if settings.pack_url else None
-    web_script = script.parent / WEB_SCRIPT if web else None
-    if web and web_script:
-        web_values = iss_values(lock, settings, 0, prefix, web)
+    pack_script = write_pack_script(templates, plan, bundle_dir, script.parent, settings)
+    web_script = script.parent / WEB_SCRIPT if settings.pack_url else None
+    if web_script:
+        web_values = iss_values(lock, settings, 0, prefix, plan.values(settings, web=True))
         web_values["output_base"] += "-web"
         write_text(web_script, templates.render(TEMPLATE, **web_values), bom=True, newline="\r\n")
     return replace(result, pack_script=pack_script, web_script=web_script)
@@ -121,20 +120,38 @@ def iss_values(
     pack: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Everything the template needs, computed here (pure), escaped by the template's filters.
-    With `pack` (bundler.render.pack_iss), the pack's files are not the script's own."""
-    apart: set[str] = pack["files"] if pack else set()
+    With `pack` (bundler.render.pack_iss.PackPlan.values), the pack's files are not the
+    script's own, and the EP packs are in the pack, with no components of their own."""
     assert lock.app is not None
-    exe = PurePosixPath(lock.app)
-    name = settings.app_name or lock.app_product_name or exe.stem
-    version = settings.app_version or lock.app_file_version
-    spanning = payload_bytes > SPAN_ABOVE
-    redist = next((item.name for item in lock.files if item.kind == "installer"), None)
     return {
         "tool_version": __version__,
         "lock_name": LOCK_NAME,
         "profile": lock.profile,
         "ispp_start": ISPP_INLINE_START,
         "ispp_end": ISPP_INLINE_END,
+        **_app_values(lock, settings),
+        **_compression_values(settings, payload_bytes),
+        **_payload_values(lock, source_prefix, pack),
+        **_vc_values(lock.vc_runtime_min),
+        "gpu": _gpu_values(lock, settings),
+        "doctor": lock.doctor,
+        "install_scope": settings.install_scope,
+        "installed_list": INSTALLED_LIST,
+        "eps": [] if pack else _ep_values(lock, settings),
+        "runtime_pack": pack,
+        "doctor_exe": DOCTOR_EXE,
+        "doctor_data": DOCTOR_DATA,
+        **sign_values(settings.sign),
+        **touch_values(settings.source_date),
+    }
+
+
+def _app_values(lock: Lock, settings: IssSettings) -> dict[str, Any]:
+    """The app: its names, version and id (the settings first, then the exe's resources)."""
+    assert lock.app is not None
+    name = settings.app_name or lock.app_product_name or PurePosixPath(lock.app).stem
+    version = settings.app_version or lock.app_file_version
+    return {
         "app_id": settings.app_id or app_id_for(name),
         "app_name": name,
         "dir_name": _NOT_IN_FILE_NAMES.sub("_", name),
@@ -144,41 +161,43 @@ def iss_values(
         "app_exe": lock.app,
         "shortcut": settings.shortcut,
         "min_windows": lock.min_windows or "10.0",
+        "output_base": _file_stem(f"{name}-{version}-setup" if version else f"{name}-setup"),
+    }
+
+
+def _compression_values(settings: IssSettings, payload_bytes: int) -> dict[str, Any]:
+    """How the setup stores its payload: the compression, and slices above SPAN_ABOVE."""
+    return {
         "compression": settings.compression,
         "lzma": settings.compression.startswith("lzma"),
         "dictionary_kb": DEFAULT_DICTIONARY_KB
         if settings.compression == DEFAULT_COMPRESSION
         else None,
-        "disk_spanning": spanning,
+        "disk_spanning": payload_bytes > SPAN_ABOVE,
         "payload_bytes": payload_bytes,
-        "output_base": _file_stem(f"{name}-{version}-setup" if version else f"{name}-setup"),
+    }
+
+
+def _payload_values(lock: Lock, prefix: str, pack: dict[str, Any] | None) -> dict[str, Any]:
+    """The script's own files (the runtime pack's apart), what it lists as installed, and the
+    VC++ installer it runs."""
+    apart: set[str] = pack["files"] if pack else set()
+    own = [entry for entry in lock.payload() if entry.name not in apart]
+    return {
         "files": [
             {
-                **_file_entry(entry, source_prefix),
+                **_file_entry(entry, prefix),
                 "component": None if pack else _component_of(entry.name, lock),
             }
-            for entry in lock.payload()
-            if entry.name not in apart
+            for entry in own
         ],
-        "vc_redist": redist,
-        **_vc_values(lock.vc_runtime_min),
-        "gpu": _gpu_values(lock, settings),
-        "doctor": lock.doctor,
-        "install_scope": settings.install_scope,
-        "installed_list": INSTALLED_LIST,
         "installed_names": [
             {"name": entry.name, "component": None if pack else _component_of(entry.name, lock)}
             for entry in lock.payload()
             if entry.kind != "installer"
         ],
-        # with the runtime pack apart, EP packs are in it: no components of their own
-        "eps": [] if pack else _pack_values(lock, settings),
-        "runtime_pack": pack,
-        "doctor_exe": DOCTOR_EXE,
-        "doctor_data": DOCTOR_DATA,
+        "vc_redist": next((item.name for item in lock.files if item.kind == "installer"), None),
         "pruned": [item.name for item in lock.pruned],
-        **sign_values(settings.sign),
-        **touch_values(settings.source_date),
     }
 
 
@@ -216,7 +235,7 @@ def _component_of(name: str, lock: Lock) -> str | None:
     return None
 
 
-def _pack_values(lock: Lock, settings: IssSettings) -> list[dict[str, Any]]:
+def _ep_values(lock: Lock, settings: IssSettings) -> list[dict[str, Any]]:
     """One component per execution-provider pack; the doctor picks those the machine can use
     (its --eps line), and a required pack the machine cannot use stops the setup."""
     shipped = tuple(pack.name for pack in lock.eps)

@@ -58,59 +58,70 @@ def windows_folder(path: Path) -> str:
     return "Z:" + os.path.abspath(path).replace("/", "\\")
 
 
-def pack_values(
-    templates: Templates, lock: Lock, settings: IssSettings, pack_cache: Path, web: bool
-) -> dict[str, Any] | None:
-    """What setup.iss (or setup-web.iss) says about the pack; None without runtime_pack. The
-    compiled pack's name carries the pack's hash and a digest of its script (bundle's template
-    and the compression): a new bundle or other settings compile a new pack, never reuse one
-    compiled from another script."""
+@dataclass(frozen=True)
+class PackPlan:
+    """The runtime pack of one render, decided once for every script that names it: the pack,
+    the compiled pack's name (its hash and a digest of its script: bundle's template and the
+    compression, so a new bundle or other settings compile a new pack, never reuse one
+    compiled from another script) and its folder in the pack cache, as ISCC sees it."""
+
+    pack: RuntimePack
+    name: str
+    cache: str
+    sign_tool: str | None
+
+    def values(self, settings: IssSettings, web: bool) -> dict[str, Any]:
+        """What setup.iss (web=False) or setup-web.iss (web=True) says about the pack."""
+        pack = self.pack
+        folder_url = f"{settings.pack_url.rstrip('/')}/" if web and settings.pack_url else None
+        return {
+            "sha256": pack.sha256,
+            "short": pack.short,
+            "size": pack.size,
+            "files": set(pack.files),
+            "names": list(pack.files),
+            "folders": _folders(pack.files),
+            "base": f"bundle-pack-{self.name}",  # the compiled pack's file name, without .exe
+            "script": PACK_SCRIPT,
+            # with [sign], setup.iss signs the pack with the command in signtool.txt
+            "sign_tool": self.sign_tool,
+            "sign_command": SIGN_COMMAND_FILE,
+            # the compiled pack's folder, named in cache_file beside the script (machine-local)
+            "cache": self.cache,
+            "cache_file": PACK_CACHE_FILE,
+            "marker": PACK_MARKER,
+            "log": PACK_LOG,
+            "web": web,
+            "folder_url": folder_url,  # the pack's files are published there
+            # the full setup: the pack appended by bundlepack.cmd, ISCC's Sign Tool
+            "append_tool": APPEND_TOOL,
+            "append_script": APPEND_SCRIPT,
+            "append_marker": APPEND_MARKER,
+        }
+
+
+def plan_pack(
+    templates: Templates, lock: Lock, settings: IssSettings, pack_cache: Path
+) -> PackPlan | None:
+    """The render's runtime pack; None without runtime_pack or a pack URL."""
     if not settings.runtime_pack and settings.pack_url is None:
         return None
     pack = _pack_of(lock)
     script = _pack_script(templates, pack, ".", settings)
     name = f"{pack.short}-{hashlib.sha256(script.encode('utf-8')).hexdigest()[:8]}"
-    folder_url = f"{settings.pack_url.rstrip('/')}/" if web and settings.pack_url else None
-    return {
-        "sha256": pack.sha256,
-        "short": pack.short,
-        "size": pack.size,
-        "files": set(pack.files),
-        "names": list(pack.files),
-        "folders": _folders(pack.files),
-        "base": f"bundle-pack-{name}",  # the compiled pack's file name, without .exe
-        "script": PACK_SCRIPT,
-        # with [sign], setup.iss signs the pack with the command in signtool.txt
-        "sign_tool": sign_values(settings.sign)["sign_tool"],
-        "sign_command": SIGN_COMMAND_FILE,
-        # the compiled pack's folder, named in cache_file beside the script (machine-local)
-        "cache": windows_folder(pack_cache / name),
-        "cache_file": PACK_CACHE_FILE,
-        "marker": PACK_MARKER,
-        "log": PACK_LOG,
-        "web": web,
-        "folder_url": folder_url,  # the pack's files are published there
-        # the full setup: the pack appended by bundlepack.cmd, ISCC's Sign Tool
-        "append_tool": APPEND_TOOL,
-        "append_script": APPEND_SCRIPT,
-        "append_marker": APPEND_MARKER,
-    }
+    sign_tool = sign_values(settings.sign)["sign_tool"]
+    return PackPlan(pack, name, windows_folder(pack_cache / name), sign_tool)
 
 
 def write_pack_script(
-    templates: Templates,
-    lock: Lock,
-    bundle_dir: Path,
-    folder: Path,
-    settings: IssSettings,
-    pack: dict[str, Any],
+    templates: Templates, plan: PackPlan, bundle_dir: Path, folder: Path, settings: IssSettings
 ) -> Path:
     """bundle-pack.iss beside the app's script: the pack's files, relative to that folder;
     bundlepack.cmd, which puts the compiled pack into the full setup; and the pack cache's
-    folder of `pack` (pack_values) on this machine, in bundle-pack-cache.txt."""
-    write_text(folder / PACK_CACHE_FILE, pack["cache"])
+    folder of the plan on this machine, in bundle-pack-cache.txt."""
+    write_text(folder / PACK_CACHE_FILE, plan.cache)
     script = folder / PACK_SCRIPT
-    text = _pack_script(templates, _pack_of(lock), relative_folder(bundle_dir, folder), settings)
+    text = _pack_script(templates, plan.pack, relative_folder(bundle_dir, folder), settings)
     write_text(script, text, bom=True, newline="\r\n")
     append = templates.render(
         APPEND_TEMPLATE,
