@@ -101,20 +101,19 @@ def _resolve(
     reporter: Reporter = SILENT,
 ) -> Plan:
     """Inputs are read before any fetch, so a wrong exe fails at once, not after a download."""
-    from bundler.acquire.acquired import dll_search_path
     from bundler.acquire.artifacts import acquire_profile
     from bundler.acquire.cache import Cache
-    from bundler.closure.resolve import read_inputs, resolve
+    from bundler.closure.resolve import read_inputs
+    from bundler.ship.shipped import shipped_closure
     from bundler.target.profiles import load_profile
-    from bundler.target.system import load_system_policy
 
     profile = load_profile(profile_name)
     apps = read_inputs(files, profile, search)
+    acquired = []
     if fetching is not None:
         cache = Cache(fetching.cache_dir, reporter)
         acquired = acquire_profile(profile, cache, fetching.options, reporter)
-        search = search + dll_search_path(acquired)
-    return resolve(apps, profile, load_system_policy(), search)
+    return shipped_closure(apps, profile, acquired, search)
 
 
 def _print_why(plan: Plan, name: str) -> None:

@@ -23,17 +23,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
-from bundler.acquire.acquired import Acquired, dll_search_path
+from bundler.acquire.acquired import Acquired
 from bundler.acquire.artifacts import AcquireOptions, acquire_profile
 from bundler.acquire.cache import Cache
 from bundler.acquire.extract import sdk_member
-from bundler.acquire.provenance import attach_provenance
 from bundler.closure.lock import LOCK_NAME, Lock
 from bundler.closure.lockfile import read_lock, write_lock
 from bundler.closure.plan import Plan, Status
-from bundler.closure.resolve import resolve
 from bundler.closure.times import write_times
-from bundler.closure.vcruntime import apply_vc_runtime_policy, required_vc_runtime
+from bundler.closure.vcruntime import required_vc_runtime
 from bundler.errors import SdkMissingError
 from bundler.render.engine import Templates
 from bundler.render.msbuild_props import (
@@ -52,8 +50,8 @@ from bundler.ship import placements
 from bundler.ship.deploy import Deployment, apply, plan_deployment
 from bundler.ship.output_folder import Counters, Placement
 from bundler.ship.placements import Placed, Source
+from bundler.ship.shipped import shipped_closure
 from bundler.target.profiles import Artifact, Profile, dll_key, has_sdk, load_profile
-from bundler.target.system import load_system_policy
 
 
 @dataclass(frozen=True)
@@ -85,7 +83,7 @@ def lay_out(options: MsbuildOptions, report: Reporter, templates: Templates) -> 
     artifact = sdk_artifact(profile)  # before any download
     cache = Cache(options.cache_dir, report)
     acquired = acquire_profile(profile, cache, replace(options.acquire, sdk=True), report)
-    plan = closure(profile, acquired)
+    plan = profile_closure(profile, acquired)
     placed = [
         *placements.bundled_placements(plan, BIN_DIR),
         *sdk_placements(plan, artifact, _acquired(acquired, artifact)),
@@ -124,11 +122,10 @@ def sdk_artifact(profile: Profile) -> Artifact:
     )
 
 
-def closure(profile: Profile, acquired: Sequence[Acquired]) -> Plan:
+def profile_closure(profile: Profile, acquired: Sequence[Acquired]) -> Plan:
     """The closure of the profile's roots in the acquired artifacts, with the profile's VC++
-    runtime policy: the resolution of `bundle build` without an app."""
-    plan = resolve([], profile, load_system_policy(), dll_search_path(acquired), unreadable="error")
-    plan = apply_vc_runtime_policy(attach_provenance(plan, acquired), profile.vc_runtime)
+    runtime policy: the resolution of `bundle build` without an app (bundler.ship.shipped)."""
+    plan = shipped_closure([], profile, acquired, vc_runtime=profile.vc_runtime, unreadable="error")
     placements.require_complete(plan)
     return plan
 

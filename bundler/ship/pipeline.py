@@ -12,19 +12,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bundler.acquire.acquired import Acquired, dll_search_path
+from bundler.acquire.acquired import Acquired
 from bundler.acquire.artifacts import AcquireOptions, acquire_profile
 from bundler.acquire.cache import Cache, runtime_packs
-from bundler.acquire.provenance import attach_provenance
 from bundler.closure.fit import require_fit
 from bundler.closure.gpu import parse_target
 from bundler.closure.lock import LOCK_NAME, Lock, LockedModel, runtime_pack
 from bundler.closure.lockfile import read_lock, require_as_locked, write_lock
 from bundler.closure.plan import Plan, Status
-from bundler.closure.resolve import read_inputs, resolve
+from bundler.closure.resolve import read_inputs
 from bundler.closure.times import write_times
 from bundler.closure.vcruntime import (
-    apply_vc_runtime_policy,
     require_vc_redist,
     required_vc_runtime,
     vc_runtime_users,
@@ -68,6 +66,7 @@ from bundler.ship.placements import (
     require_complete,
     require_pins,
 )
+from bundler.ship.shipped import shipped_closure
 from bundler.target.profiles import Profile, load_profile, profile_ort_release
 from bundler.target.system import load_system_policy
 
@@ -197,12 +196,10 @@ def build(options: BuildOptions, report: Reporter, templates: Templates) -> Buil
     cache = Cache(options.cache_dir, report)
     acquired = acquire_profile(with_packs(profile, packs), cache, options.acquire, report)
     acquired, trees = acquired[: len(profile.artifacts)], acquired[len(profile.artifacts) :]
-    search = list(options.search) + dll_search_path(acquired)
-    plan = resolve(
-        [checked.app], profile, load_system_policy(), search, app_folders_first=False,
+    plan = shipped_closure(
+        [checked.app], profile, acquired, options.search, mode, app_folders_first=False,
         unreadable="error",
     )  # fmt: skip
-    plan = apply_vc_runtime_policy(attach_provenance(plan, acquired), mode)
     require_fit(plan, profile)  # a pin of another version than the DLLs import: exit 21
     require_complete(plan)
     models = list(checked.models)
