@@ -33,9 +33,10 @@ pytest_plugins = [
     "tests.support.mingw",
     "tests.support.scratch",
     "tests.support.cli_budget",
+    "tests.support.wine_spawn",
 ]  # `http_server`, `wine`, `display_wine`, `inno`, `win_python` and `win_builds` (the Windows
 # tier), the programs built with mingw-w64 (`mingw_build`, `standins`, `doctor_exe`); the disk
-# watch; the Windows unit tier's budget on its older Python
+# watch; the Windows unit tier's budget on its older Python; Wine's process-start flake retried
 
 
 @pytest.fixture(scope="session")
