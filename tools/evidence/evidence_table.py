@@ -241,13 +241,23 @@ def wanted_ops(kernels: dict[str, Any]) -> set[str]:
     return onnx_ops | ours | unknown
 
 
+# the folder before a model file's name in an error: the probe's temporary folder on the GPU
+# machine, which means nothing anywhere else
+MODEL_FOLDER = re.compile(r"(?:[A-Za-z]:)?(?:[/\\][^\s/\\]+)+[/\\](?=[^\s/\\]+\.onnx\b)")
+
+
+def model_names_only(error: object) -> str:
+    """`error` with each model file's folder left out (Load model from X.onnx failed)."""
+    return MODEL_FOLDER.sub("", str(error))
+
+
 def unmeasured(raw: dict[str, Any], kernels: dict[str, Any], done: set[str]) -> dict[str, str]:
     """op -> why it has no row: the first error of its configurations (a model onnx or the
     probe could not build, or one ORT refused), else that no probe model exists for it."""
     known = {op_key(s["domain"], s["op"]) for s in kernels["schemas"]}
     errors: dict[str, str] = {}
     for item in [*raw.get("unbuilt", ()), *(r for r in raw["results"] if not r["ok"])]:
-        errors.setdefault(op_of(item), f"{item['model']}: {item.get('error')}")
+        errors.setdefault(op_of(item), f"{item['model']}: {model_names_only(item.get('error'))}")
     reasons = {}
     release = kernels["onnxruntime"]
     for op in sorted(wanted_ops(kernels) - done):
@@ -352,7 +362,7 @@ def main() -> None:
     target = args.out or args.raw.with_name(
         re.sub(r"\.(raw|matrix)\.json(\.xz)?$", ".toml", args.raw.name)
     )
-    target.write_text(table(raw, kernels, args.raw.name, args.cuda), encoding="utf-8")
+    target.write_text(table(raw, kernels, args.raw.name, args.cuda), encoding="utf-8", newline="\n")
     print(f"wrote {target}")
 
 
