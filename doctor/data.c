@@ -410,7 +410,7 @@ static char *parse_records(Data *data, char *text, size_t n)
                            f[0], REBUILD);
         if (count != KINDS[kind].fields)
             return xprintf("line %d: a %s record has %d TAB-separated fields, not %d; %s", line_no,
-                           f[0], KINDS[kind].fields, count, REBUILD);
+                           f[0], count, KINDS[kind].fields, REBUILD);
         if (kind < last)
             return xprintf("line %d: a %s record after a %s record (out of order); %s", line_no,
                            f[0], KINDS[last].name, REBUILD);

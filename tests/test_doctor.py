@@ -46,6 +46,7 @@ from bundler.render.doctor_dat import doctor_data
 from bundler.target.resources import doctor_exe as shipped_doctor_exe
 from tests.support import doctor as data
 from tests.support.builds import linked_copy
+from tests.support.cache_links import RELEASES, kept_cache
 from tests.support.display import LAVAPIPE
 from tests.support.doctor import DRIVER_516, DRIVER_551, DRIVER_581, Machine
 from tests.support.mingw import run_build_script
@@ -280,11 +281,13 @@ def test_a_real_1_22_0_bundle_has_no_code_for_sm_80(
     wine: Wine, machine: Machine, gpu_cache: Path, tmp_path: Path
 ) -> None:
     """The ORT 1.22.0 GPU bundle as `bundle build --ort 1.22.0` makes it: its lock holds the
-    provider's code as read from the real DLL, and the doctor finds none for an A100 (8.0)."""
-    out = tmp_path / "dist"
+    provider's code as read from the real DLL, and the doctor finds none for an A100 (8.0).
+    Built from the kept cache of released wheels (tests/support/cache_links.kept_cache): 1.22.0's
+    own wheels are fetched and verified on a first run only."""
+    out, cache = tmp_path / "dist", kept_cache(RELEASES, seed=gpu_cache)
     built = subprocess.run(
         [sys.executable, "-m", "bundler", "build", str(HELLO), "--ort", "1.22.0", "--out",
-         str(out), "--cache-dir", str(gpu_cache), "--link"],
+         str(out), "--cache-dir", str(cache), "--link"],
         capture_output=True, text=True, env={**os.environ, "BUNDLE_DEBUG": "", **pip_env()},
     )  # fmt: skip
     assert built.returncode == 0, built.stderr
@@ -614,6 +617,8 @@ def test_bad_data_files_exit_22_with_one_line(wine: Wine, doctor_exe: Path, tmp_
         assert "rebuild the bundle with bundle build" in result.stderr, (case, result.stderr)
     dat.write_bytes(edit_a_line(good_data()))
     assert "edited or truncated" in run(wine, exe).stderr
+    dat.write_bytes(BAD_DATA["a record a field short"](good_data()))  # what it has, then wants
+    assert "a file record has 4 TAB-separated fields, not 5" in run(wine, exe).stderr
     dat.write_bytes(with_pruned("..\\x.dll")(good_data()))
     assert "not a plain DLL file name" in run(wine, exe).stderr
     dat.write_bytes(with_pruned("x.dll")(good_data()))  # a plain name: a valid data file
