@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import pytest
 from bundler.closure.lockfile import read_lock
 from bundler.pruning.evidence import all_evidence
 from bundler.pruning.prune import SUB_LIBRARY
+from tests.support.cache_links import RELEASES, kept_cache
 from tests.support.paths import CPU, HELLO, REPO
 from tests.support.runs import pip_env
 from tests.support.skips import require_module
@@ -30,6 +32,7 @@ onnx = require_module("onnx", 'pip install "ort-bundle[models]" (.ci/run install
 TensorProto, helper = onnx.TensorProto, onnx.helper
 
 ORT = "1.31.1"
+PROFILE = REPO / "manifests" / "profiles" / "ort-1.31.1-gpu-cuda13.toml"
 PROOF_MEASURED = REPO / "manifests" / "evidence" / "gpu-proof" / "app-measurement.json"
 # The issue's own measurement (ORT 1.31.1, H200): a transformer-style model maps no cuDNN
 # sub-library at all, so the bundle keeps cudnn64_9 and cudnn_graph64_9 only.
@@ -91,6 +94,29 @@ def evidence(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.fixture(scope="module")
+def releases(gpu_cache: Path) -> Path:
+    """The kept cache of released wheels (tests/support/cache_links.kept_cache), seeded with the
+    session's GPU cache: ORT 1.31.1's CUDA 13 set and 1.22.0's are fetched and verified on a
+    first run only, not extracted again into every run's cache."""
+    return kept_cache(RELEASES, seed=gpu_cache)
+
+
+def extracted_sizes(cache: Path, names: set[str]) -> dict[str, int]:
+    """The size of each of `names` in the extracted trees of ORT 1.31.1's pinned archives
+    (their sha256 as its profile pins them): the cache holds other releases' cuDNN and NVRTC
+    under the same names."""
+    pins = tomllib.loads(PROFILE.read_text(encoding="utf-8"))
+    digests = {
+        src["sha256"] for item in pins["artifacts"] for src in item["sources"] if "sha256" in src
+    }
+    trees = [cache / "extracted" / digest for digest in sorted(digests)]
+    found = {(path.name, path.stat().st_size) for tree in trees for path in tree.rglob("*.dll")}
+    matching = sorted((name, size) for name, size in found if name in names)
+    assert len(matching) == len(names), (matching, sorted(names))  # each once, one size each
+    return dict(matching)
+
+
 def bundle(*args: str, evidence: Path | None = None) -> subprocess.CompletedProcess[str]:
     own = {"BUNDLE_EVIDENCE_DIR": str(evidence)} if evidence else {}
     return subprocess.run(
@@ -147,20 +173,20 @@ def build_for(
 
 @pytest.fixture(scope="module")
 def transformer_bundle(
-    gpu_cache: Path,
+    releases: Path,
     models: dict[str, Path],
     evidence: Path,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("pruned") / "dist"
-    built = build_for(out, gpu_cache, evidence, "--model", str(models["transformer"]))
+    built = build_for(out, releases, evidence, "--model", str(models["transformer"]))
     assert built.returncode == 0, built.stderr
     return out, built.stdout
 
 
 @pytest.mark.realdata
 def test_a_transformer_bundle_leaves_out_every_sub_library(
-    transformer_bundle: tuple[Path, str], evidence: Path, gpu_cache: Path
+    transformer_bundle: tuple[Path, str], evidence: Path, releases: Path
 ) -> None:
     out, stdout = transformer_bundle
     lock = read_lock(out / "bundle.lock.json")
@@ -175,8 +201,7 @@ def test_a_transformer_bundle_leaves_out_every_sub_library(
     ]
     assert all("encoder.onnx" in item.why and "ort-1.31.1" in item.why for item in lock.pruned)
     saved = sum(item.size for item in lock.pruned)
-    extracted = {path.name: path.stat().st_size for path in gpu_cache.rglob("cudnn_*64_9.dll")}
-    assert saved == sum(extracted[name] for name in pruned)  # 418 MB in cuDNN 9.13.0.50
+    assert saved == sum(extracted_sizes(releases, pruned).values())  # 418 MB in cuDNN 9.13.0.50
     assert "left out" in stdout and "saving 418.0 MB" in stdout
 
 
@@ -201,11 +226,11 @@ def test_the_audit_agrees_with_the_lock_and_explains_a_pruned_dll(
 
 @pytest.mark.realdata
 def test_a_conv_bundle_keeps_what_its_ops_load(
-    gpu_cache: Path, models: dict[str, Path], evidence: Path, tmp_path: Path
+    releases: Path, models: dict[str, Path], evidence: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "dist"
     model = str(models["conv"])
-    built = build_for(out, gpu_cache, evidence, "--model", model, "--dry-run", "--json")
+    built = build_for(out, releases, evidence, "--model", model, "--dry-run", "--json")
     assert built.returncode == 0, built.stderr
     pruning = json.loads(built.stdout)["pruning"]
     assert {item["name"] for item in pruning["pruned"]} == expected_pruned(evidence, CONV_OPS)
@@ -217,10 +242,10 @@ def test_a_conv_bundle_keeps_what_its_ops_load(
 
 @pytest.mark.realdata
 def test_an_op_the_evidence_lacks_prunes_nothing(
-    gpu_cache: Path, models: dict[str, Path], evidence: Path, tmp_path: Path
+    releases: Path, models: dict[str, Path], evidence: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "dist"
-    built = build_for(out, gpu_cache, evidence, "--model", str(models["unknown"]), "--dry-run")
+    built = build_for(out, releases, evidence, "--model", str(models["unknown"]), "--dry-run")
     assert built.returncode == 0, built.stderr
     assert "nothing pruned" in built.stdout and "com.example:Fancy" in built.stdout
 
@@ -260,11 +285,11 @@ def test_every_sub_library_name_is_a_candidate() -> None:
 
 @pytest.mark.realdata
 def test_a_release_without_evidence_prunes_nothing(
-    gpu_cache: Path, models: dict[str, Path], evidence: Path, tmp_path: Path
+    releases: Path, models: dict[str, Path], evidence: Path, tmp_path: Path
 ) -> None:
     """CUDA 12 releases are not measured (the GPU machine has CUDA 13 only): the test table,
     for 1.31.1, does not apply to 1.22.0 and nothing is pruned, saying why."""
-    args = [str(HELLO), "--ort", "1.22.0", "--out", str(tmp_path), "--cache-dir", str(gpu_cache)]
+    args = [str(HELLO), "--ort", "1.22.0", "--out", str(tmp_path), "--cache-dir", str(releases)]
     model = str(models["transformer"])
     built = bundle("build", *args, "--model", model, "--dry-run", evidence=evidence)
     assert built.returncode == 0, built.stderr
@@ -365,23 +390,22 @@ def bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.realdata
 def test_the_shipped_table_leaves_out_what_a_bert_encoder_never_loads(
-    gpu_cache: Path, bert: Path, tmp_path: Path
+    releases: Path, bert: Path, tmp_path: Path
 ) -> None:
     """Issue 28's gain, with the measured 1.31.1 table: every cuDNN sub-library, cuFFT and NVRTC
     go. The Attention a session may fuse MatMul and Softmax into loads the cuDNN engines, the
     heuristic and NVRTC in float16, and nothing more in float, and this model is float."""
-    pruning = dry_run_pruning(gpu_cache, tmp_path, "--model", str(bert))
+    pruning = dry_run_pruning(releases, tmp_path, "--model", str(bert))
     assert pruning["evidence"] == "ort-1.31.1-cuda13.toml"
     left_out = {item["name"] for item in pruning["pruned"]}
     assert left_out == SUBS | {CUFFT} | NVRTC
-    extracted = {path.name: path.stat().st_size for path in gpu_cache.rglob("*.dll")}
-    assert pruning["saved_bytes"] == sum(extracted[name] for name in left_out)
+    assert pruning["saved_bytes"] == sum(extracted_sizes(releases, left_out).values())
     assert 780e6 < pruning["saved_bytes"] < 820e6  # 798 MB, docs/pruning.md
 
 
 @pytest.mark.realdata
 def test_the_same_encoder_in_float16_keeps_what_cudnns_flash_attention_loads(
-    gpu_cache: Path, bert: Path, tmp_path: Path
+    releases: Path, bert: Path, tmp_path: Path
 ) -> None:
     model = onnx.load(str(bert))
     onnx_model = helper.make_model(model.graph, opset_imports=model.opset_import)
@@ -395,7 +419,7 @@ def test_the_same_encoder_in_float16_keeps_what_cudnns_flash_attention_loads(
             tensor.CopyFrom(numpy_helper.from_array(half, tensor.name))
     onnx_model.graph.output[0].type.tensor_type.elem_type = TensorProto.FLOAT16
     onnx.save(onnx_model, str(path))
-    kept = set(dry_run_pruning(gpu_cache, tmp_path, "--model", str(path))["kept"])
+    kept = set(dry_run_pruning(releases, tmp_path, "--model", str(path))["kept"])
     assert {"cudnn_engines_precompiled64_9.dll", "cudnn_heuristic64_9.dll"} | NVRTC <= kept
 
 
@@ -416,14 +440,12 @@ def app_evidence(path: Path, model: Path, loaded: tuple[str, ...]) -> Path:
 
 @pytest.mark.realdata
 def test_the_apps_own_measurement_prunes_what_it_never_loaded(
-    gpu_cache: Path, bert: Path, tmp_path: Path
+    releases: Path, bert: Path, tmp_path: Path
 ) -> None:
     measured = json.loads(PROOF_MEASURED.read_text())
     [real] = [m for m in measured["models"] if m["name"] == "bert_encoder.onnx"]
     evidence = app_evidence(tmp_path / "app-evidence.json", bert, tuple(real["loaded"]))
-    pruning = dry_run_pruning(
-        gpu_cache, tmp_path, "--model", str(bert), "--evidence", str(evidence)
-    )
+    pruning = dry_run_pruning(releases, tmp_path, "--model", str(bert), "--evidence", str(evidence))
     left_out = {item["name"] for item in pruning["pruned"]}
     assert left_out == SUBS | {CUFFT} | NVRTC
     assert pruning["evidence"] == "app-evidence.json"
@@ -432,7 +454,7 @@ def test_the_apps_own_measurement_prunes_what_it_never_loaded(
 
 @pytest.mark.realdata
 def test_the_apps_measurement_is_refused_after_the_model_changes_by_one_byte(
-    gpu_cache: Path, bert: Path, tmp_path: Path
+    releases: Path, bert: Path, tmp_path: Path
 ) -> None:
     model = tmp_path / bert.name
     model.write_bytes(bert.read_bytes())
@@ -447,7 +469,7 @@ def test_the_apps_measurement_is_refused_after_the_model_changes_by_one_byte(
         "--out",
         str(tmp_path / "dist"),
         "--cache-dir",
-        str(gpu_cache),
+        str(releases),
     ]
     built = bundle("build", *args, "--model", str(model), "--evidence", str(evidence), "--dry-run")
     assert built.returncode == 14, built.stdout + built.stderr

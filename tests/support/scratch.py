@@ -169,7 +169,8 @@ def report_writes(
     workers: int,
 ) -> None:
     """The run's bytes written, then the 15 tests and the 10 modules that wrote the most by the
-    machine's disks, each with its own worker's figure beside it."""
+    machine's disks, each with its own worker's figure beside it; the 10 modules whose own
+    processes wrote the most (what `time -v` counts), and the sum of every test's own bytes."""
     if not total:
         return
     disk, own = writes
@@ -180,11 +181,15 @@ def report_writes(
     )
     for nodeid, written in disk.most_common(15):
         terminal.write_line(f"{written / 1e9:7.2f} {own[nodeid] / 1e9:6.2f}  {nodeid}")
-    terminal.write_line("by module:")
     modules: Counter[str] = Counter()
     owned: Counter[str] = Counter()
     for nodeid, written in disk.items():
         modules[nodeid.split("::")[0]] += written
         owned[nodeid.split("::")[0]] += own[nodeid]
-    for module, written in modules.most_common(10):
-        terminal.write_line(f"{written / 1e9:7.2f} {owned[module] / 1e9:6.2f}  {module}")
+    for title, order in (("by module:", modules), ("by module, own bytes first:", owned)):
+        terminal.write_line(title)
+        for module, _ in order.most_common(10):
+            terminal.write_line(
+                f"{modules[module] / 1e9:7.2f} {owned[module] / 1e9:6.2f}  {module}"
+            )
+    terminal.write_line(f"own bytes of all tests: {sum(own.values()) / 1e9:.1f} GB")
