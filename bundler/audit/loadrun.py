@@ -6,9 +6,9 @@ and returns the audit report with the loader's verdict and its findings (prove_l
 How it runs (under Wine: not Windows, `wine` on PATH):
 - The prefix: $WINEPREFIX when set (a prefix the user chose; created by `wineboot -i` if it
   does not exist yet), else a private 64-bit prefix `<cache dir>/wineprefix` (prove_load's
-  `cache_dir`, the command's: bundler.config.cache_root.cache_root), never ~/.wine silently. It is
-  initialised once, under a file lock, with a progress note on stderr; Wine Mono and Gecko are
-  not installed into it. Before the first run the prefix is warmed up (`wineboot`), so
+  `cache_dir`, the command's; without one the platform's cache folder), never ~/.wine silently.
+  It is initialised once, under a file lock, with a progress note on stderr; Wine Mono and Gecko
+  are not installed into it. Before the first run the prefix is warmed up (`wineboot`), so
   start-up costs are not charged to the app's time limit.
 - The environment: WINEDEBUG=err+module, so the loader reports every unresolved import;
   WINEPATH is removed and the user's WINEDLLOVERRIDES replaced by the VC++ runtime overrides
@@ -67,7 +67,7 @@ from bundler.audit.suppressions import Suppression, suppress
 from bundler.binary.pe import release_image
 from bundler.closure.lock import DOCTOR_DATA, DOCTOR_EXE
 from bundler.closure.plan import Plan
-from bundler.config.cache_root import cache_root
+from bundler.config.cache_root import platform_cache_dir
 from bundler.config.environment import child_environment, system_root, wine_prefix
 from bundler.disk.process_locks import file_lock
 from bundler.errors import LoaderUnavailableError
@@ -380,5 +380,5 @@ def _wine_loader(plan: Plan, cache_dir: Path | None, note: Note, wait: float | N
     configured = wine_prefix()
     if configured is not None:
         return WineLoader(configured, False, native_vc_runtime(plan), note, wait)
-    prefix = cache_root(cache_dir) / PRIVATE_PREFIX
+    prefix = (cache_dir or platform_cache_dir()) / PRIVATE_PREFIX
     return WineLoader(prefix, True, native_vc_runtime(plan), note, wait)
