@@ -278,7 +278,7 @@ if mode == "flock":
 else:
     from bundler.disk.process_locks import file_lock
     for _ in range({n}):
-        with file_lock(folder / "ours.lock", "benchmark", remove=mode == "remove"):
+        with file_lock(folder / "ours.lock", "benchmark", limit=None, remove=mode == "remove"):
             pass
 """
 

@@ -173,7 +173,7 @@ def document(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
 
 
 def test_cache_list_and_clean_as_json(tmp_path: Path) -> None:
-    cache = Cache(tmp_path / "cache")
+    cache = Cache(tmp_path / "cache", lock_timeout=None)
     cache.prepare()
     blob = cache.tmp / "blob"
     blob.write_bytes(b"an archive")

@@ -16,7 +16,7 @@ import pytest
 import requests
 
 from bundler.acquire.download import DownloadPolicy, DownloadResult, Pins, check_scheme, download
-from bundler.errors import FetchError, IntegrityError
+from bundler.errors import ConfigError, FetchError, IntegrityError
 from tests.support.httpserver import HttpServer
 
 DATA = random.Random(1902).randbytes(300_000)
@@ -427,3 +427,35 @@ def test_mirror_folder_serves_files_by_name(
         with pytest.raises(FetchError, match="HTTP 404"):
             download(http_server.url(missing), tmp_path / "x", PINS, FAST, session=session)
     assert [entry.status for entry in http_server.requests] == [200, 404, 404]
+
+
+def test_a_commands_policy_takes_its_limits_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The policy reads nothing itself (issue 39): the command builds it from the variables,
+    read once (bundler.cli.groups.download_policy, bundler.config.settings.http_limits)."""
+    from bundler.cli.groups import download_policy
+
+    for name in ("BUNDLE_HTTP_TIMEOUT", "BUNDLE_HTTP_RETRIES", "BUNDLE_HTTP_BACKOFF"):
+        monkeypatch.delenv(name, raising=False)
+    unset = download_policy(False)
+    assert unset == DownloadPolicy()
+    # docs/building.md's defaults: 30 s without a byte (connect: 10), 3 retries, 1 s backoff
+    assert (unset.connect_timeout, unset.read_timeout, unset.retries, unset.backoff) == (
+        10.0, 30.0, 3, 1.0
+    )  # fmt: skip
+    monkeypatch.setenv("BUNDLE_HTTP_TIMEOUT", "7")
+    monkeypatch.setenv("BUNDLE_HTTP_RETRIES", "0")
+    monkeypatch.setenv("BUNDLE_HTTP_BACKOFF", "0.5")
+    policy = download_policy(True)
+    assert policy.allow_http
+    assert (policy.connect_timeout, policy.read_timeout, policy.retries, policy.backoff) == (
+        7.0, 7.0, 0, 0.5
+    )  # fmt: skip
+    monkeypatch.setenv("BUNDLE_HTTP_BACKOFF", "soon")
+    with pytest.raises(ConfigError) as refused:
+        download_policy(False)
+    assert refused.value.message == (
+        "$BUNDLE_HTTP_BACKOFF='soon' is not a number of seconds; set it to e.g. 60, or unset it "
+        "for the default."
+    )

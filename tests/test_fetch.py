@@ -379,7 +379,7 @@ def test_a_wheel_pip_wrote_into_the_cache_is_renamed_into_the_store(tmp_path: Pa
     from bundler.acquire.cache import Cache
     from bundler.errors import IntegrityError
 
-    cache = Cache(tmp_path / "cache")
+    cache = Cache(tmp_path / "cache", lock_timeout=None)
     cache.prepare()
     data = b"a wheel's bytes" * 1000
     digest = hashlib.sha256(data).hexdigest()

@@ -34,7 +34,7 @@ HOLDER = """
 import sys
 from pathlib import Path
 from bundler.disk.process_locks import file_lock
-with file_lock(Path(sys.argv[1]), "the test's holder", remove=sys.argv[2] == "remove"):
+with file_lock(Path(sys.argv[1]), "the test's holder", limit=None, remove=sys.argv[2] == "remove"):
     print("held", flush=True)
     sys.stdin.read()
 """
@@ -48,7 +48,7 @@ from pathlib import Path
 from bundler.disk.process_locks import file_lock
 lock, inside, counter, rounds = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
 for _ in range(rounds):
-    with file_lock(lock, "the counter", remove=True):
+    with file_lock(lock, "the counter", limit=None, remove=True):
         os.close(os.open(inside, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
         counter.write_text(str(int(counter.read_text()) + 1))
         os.unlink(inside)

@@ -279,6 +279,23 @@ def test_the_pruned_bundle_passes_the_wine_load_proof(
     assert loaded.isdisjoint(SUBS) and "cudnn_graph64_9.dll" in loaded
 
 
+@pytest.mark.realdata
+def test_the_build_reads_the_tables_of_bundle_evidence_dir_first(
+    releases: Path, models: dict[str, Path], tmp_path: Path
+) -> None:
+    """$BUNDLE_EVIDENCE_DIR reaches the build (read once by the command, issue 39): a damaged
+    table there stops it naming that file, where the shipped tables alone would prune."""
+    own = tmp_path / "own"
+    own.mkdir()
+    damaged = own / "ort-1.31.1-cuda13.toml"
+    damaged.write_text("schema_version = 1\nnot toml = = 1\n")
+    args = [str(HELLO), "--ort", ORT, "--out", str(tmp_path / "out"), "--cache-dir", str(releases)]
+    model = str(models["transformer"])
+    built = bundle("build", *args, "--model", model, "--dry-run", evidence=own)
+    assert built.returncode == 6, built.stdout + built.stderr
+    assert f"{damaged}: invalid TOML" in built.stdout + built.stderr
+
+
 def test_every_sub_library_name_is_a_candidate() -> None:
     assert all(SUB_LIBRARY.fullmatch(name) for name in SUBS)
 

@@ -93,7 +93,7 @@ def test_processes_that_start_together_move_it_once(tmp_path: Path) -> None:
     for name in names:
         compiled(cache / "packs", name, name)
     code = "import sys; from pathlib import Path; from bundler.acquire.cache import runtime_packs; "
-    code += "print(runtime_packs(Path(sys.argv[1])))"
+    code += "print(runtime_packs(Path(sys.argv[1]), lock_timeout=None))"
     racers = [
         subprocess.Popen([sys.executable, "-c", code, str(cache)], stdout=subprocess.PIPE)
         for _ in range(4)
@@ -118,7 +118,7 @@ def test_a_refused_rename_keeps_the_old_folder_and_says_so(
     cache = tmp_path / "cache"
     compiled(cache / "packs")
     notes: list[str] = []
-    assert runtime_packs(cache, notes.append) == cache / "runtime-packs"
+    assert runtime_packs(cache, notes.append, lock_timeout=None) == cache / "runtime-packs"
     assert (cache / "packs" / PACK).is_dir() and not (cache / "runtime-packs").exists()
     (note,) = notes
     assert note.startswith(f"bundle: kept {cache / 'packs'}, which could not be renamed to ")

@@ -176,10 +176,11 @@ class BlobChecks:
 class Cache:
     """The content-addressed download cache under `root`: its layout, locks and intake here;
     the checks of stored blobs (`checks`), their records (`index`) and the hashes of extracted
-    members (`memo`) in pieces of their own."""
+    members (`memo`) in pieces of their own. `lock_timeout`: how long to wait for another
+    process's lock in it (the command's $BUNDLE_LOCK_TIMEOUT; None: as long as it takes)."""
 
-    def __init__(self, root: Path, report: Reporter = SILENT) -> None:
-        self.root, self.report = root, report
+    def __init__(self, root: Path, report: Reporter = SILENT, *, lock_timeout: float | None):
+        self.root, self.report, self.lock_timeout = root, report, lock_timeout
         self.blobs = root / "blobs" / "sha256"
         self.extract_root = root / "extracted"
         self.tmp = root / "tmp"
@@ -200,11 +201,10 @@ class Cache:
     @contextmanager
     def lock(self, sha256: str, what: str) -> Iterator[None]:
         """One writer per blob (download or extraction) across processes."""
+        path = self.root / "locks" / f"{sha256}.lock"
         with ExitStack() as held:
             try:
-                held.enter_context(
-                    file_lock(self.root / "locks" / f"{sha256}.lock", what, self.report.note)
-                )
+                held.enter_context(file_lock(path, what, self.report.note, limit=self.lock_timeout))
             except OSError as exc:
                 raise self.write_error(exc) from exc
             yield
@@ -278,7 +278,7 @@ class Cache:
 
     def packs(self) -> list[PackEntry]:
         """The compiled runtime packs, by folder name."""
-        folder = runtime_packs(self.root, self.report.note)
+        folder = runtime_packs(self.root, self.report.note, lock_timeout=self.lock_timeout)
         if not folder.is_dir():
             return []
         return [
@@ -317,20 +317,22 @@ class Cache:
         self.memo.remember_hash(archive_sha256, member, path, sha256)
 
 
-def runtime_packs(root: Path, note: Note = SILENT.note) -> Path:
+def runtime_packs(root: Path, note: Note = SILENT.note, *, lock_timeout: float | None) -> Path:
     """The compiled runtime packs' folder of the cache `root`, its folder from before issue 39
     (`packs/`) renamed to it on first use: one rename of the whole folder, so each pack is in
     one place, whole. The move holds the cache's lock for it and looks again once it has it, so
     two processes move the folder once. Where both folders exist (an older bundle compiled a
     pack after the move), or the rename is refused (a read-only cache; on Windows a program
     that keeps a file in it open), the old folder stays: its packs are compiled again when a
-    setup needs them, and `cache clean --all` removes it."""
+    setup needs them, and `cache clean --all` removes it. `lock_timeout`: the command's
+    $BUNDLE_LOCK_TIMEOUT (bundler.disk.process_locks)."""
     folder = runtime_packs_folder(root)
     old = root / OLD_RUNTIME_PACKS
     if folder.exists() or not old.is_dir():
         return folder
     try:
-        with file_lock(root / "locks" / "runtime-packs.lock", "the runtime packs' folder", note):
+        lock = root / "locks" / "runtime-packs.lock"
+        with file_lock(lock, "the runtime packs' folder", note, limit=lock_timeout):
             if old.is_dir() and not folder.exists():
                 _rename_patiently(old, folder)
     except OSError as exc:

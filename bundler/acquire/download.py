@@ -18,15 +18,20 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from bundler.acquire.exchange import Restart, Resumption, Retry, Wire
 from bundler.acquire.part_file import PartFile
-from bundler.config.settings import env_number
-from bundler.config.variables import HTTP_BACKOFF, HTTP_RETRIES, HTTP_TIMEOUT, Variable
+from bundler.config.variables import (
+    CONNECT_TIMEOUT,
+    HTTP_BACKOFF,
+    HTTP_RETRIES,
+    HTTP_TIMEOUT,
+    Variable,
+)
 from bundler.disk import files
 from bundler.errors import FetchError, IntegrityError, OutputError
 from bundler.progress_meter import ProgressCallback
@@ -58,30 +63,29 @@ def _check_hex(name: str, value: str, length: int) -> None:
         raise ValueError(f"{name} pin must be {length} lower-case hex digits, got {value!r}")
 
 
-def _env_number(known: Variable, default: float | None = None) -> float:
-    """$known as a number, else `default`, else the table's default (bundler.config.variables)."""
-    value = env_number(known.name, known.unit, known.example)
-    chosen = (known.default if default is None else default) if value is None else value
-    assert chosen is not None  # each download variable has its default in the table
-    return chosen
+def _table_default(known: Variable) -> float:
+    """`known`'s default in the table of variables (each download variable has one)."""
+    assert known.default is not None
+    return known.default
 
 
 @dataclass(frozen=True)
 class DownloadPolicy:
     """How hard to try. Tests shrink the timeouts and the backoff; the CLI sets allow_http.
 
-    Defaults come from $BUNDLE_HTTP_TIMEOUT (seconds: both the connect and the read timeout),
-    $BUNDLE_HTTP_RETRIES and $BUNDLE_HTTP_BACKOFF (seconds) when set, so every command that
-    downloads honours them."""
+    The defaults are those of the table of variables (bundler.config.variables). A command that
+    downloads builds its policy from $BUNDLE_HTTP_TIMEOUT, $BUNDLE_HTTP_RETRIES and
+    $BUNDLE_HTTP_BACKOFF as it read them (bundler.config.settings.http_limits), so every one
+    honours them; the policy itself reads nothing."""
 
     allow_http: bool = False  # plain http:// refused unless True (an explicitly allowed mirror)
-    connect_timeout: float = field(default_factory=lambda: _env_number(HTTP_TIMEOUT, 10.0))
+    connect_timeout: float = CONNECT_TIMEOUT
     # seconds without a byte => stalled
-    read_timeout: float = field(default_factory=lambda: _env_number(HTTP_TIMEOUT))
+    read_timeout: float = _table_default(HTTP_TIMEOUT)
     # extra attempts on connection errors, timeouts, 5xx, cut bodies; never 4xx
-    retries: int = field(default_factory=lambda: int(_env_number(HTTP_RETRIES)))
+    retries: int = int(_table_default(HTTP_RETRIES))
     # sleep backoff * 2**n before the n-th retry (n from 0)
-    backoff: float = field(default_factory=lambda: _env_number(HTTP_BACKOFF))
+    backoff: float = _table_default(HTTP_BACKOFF)
     chunk_size: int = 1 << 20
 
 
@@ -112,7 +116,7 @@ def download(
     """
     import requests  # ~0.1 s to import: only when something is downloaded
 
-    policy = policy if policy is not None else DownloadPolicy()  # the environment as of now
+    policy = policy if policy is not None else DownloadPolicy()  # the table's defaults
     check_scheme(url, policy)
     http = session if session is not None else requests.Session()
     try:

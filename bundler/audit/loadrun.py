@@ -6,9 +6,9 @@ and returns the audit report with the loader's verdict and its findings (prove_l
 How it runs (under Wine: not Windows, `wine` on PATH):
 - The prefix: $WINEPREFIX when set (a prefix the user chose; created by `wineboot -i` if it
   does not exist yet), else a private 64-bit prefix `<cache dir>/wineprefix` (prove_load's
-  `cache_dir`, the command's: bundler.config.cache_root.cache_root), never ~/.wine silently. It is
-  initialised once, under a file lock, with a progress note on stderr; Wine Mono and Gecko are
-  not installed into it. Before the first run the prefix is warmed up (`wineboot`), so
+  `cache_dir`, the command's; without one the platform's cache folder), never ~/.wine silently.
+  It is initialised once, under a file lock, with a progress note on stderr; Wine Mono and Gecko
+  are not installed into it. Before the first run the prefix is warmed up (`wineboot`), so
   start-up costs are not charged to the app's time limit.
 - The environment: WINEDEBUG=err+module, so the loader reports every unresolved import;
   WINEPATH is removed and the user's WINEDLLOVERRIDES replaced by the VC++ runtime overrides
@@ -67,7 +67,7 @@ from bundler.audit.suppressions import Suppression, suppress
 from bundler.binary.pe import release_image
 from bundler.closure.lock import DOCTOR_DATA, DOCTOR_EXE
 from bundler.closure.plan import Plan
-from bundler.config.cache_root import cache_root
+from bundler.config.cache_root import platform_cache_dir
 from bundler.config.environment import child_environment, system_root, wine_prefix
 from bundler.disk.process_locks import file_lock
 from bundler.errors import LoaderUnavailableError
@@ -102,8 +102,11 @@ class WineLoader:
 
     name = "wine"
 
-    def __init__(self, prefix: Path, owned: bool, overrides: str | None, note: Note) -> None:
+    def __init__(
+        self, prefix: Path, owned: bool, overrides: str | None, note: Note, wait: float | None
+    ) -> None:
         self.prefix = prefix
+        self.wait = wait  # for another process's set-up of the prefix: $BUNDLE_LOCK_TIMEOUT
         self.owned = owned  # the private prefix: bundle starts and stops its wineserver
         self.overrides = overrides
         self.note = note
@@ -125,9 +128,8 @@ class WineLoader:
         self.version = version.stdout.strip() or "wine"
         if self.owned:
             self.prefix.parent.mkdir(parents=True, exist_ok=True)
-            with file_lock(
-                self.prefix.with_name(self.prefix.name + ".lock"), "the Wine prefix", self.note
-            ):
+            lock = self.prefix.with_name(self.prefix.name + ".lock")
+            with file_lock(lock, "the Wine prefix", self.note, limit=self.wait):
                 if not (self.prefix / _READY_MARK).is_file():
                     self._initialise()
                     (self.prefix / _READY_MARK).write_text("wineboot -i done\n")
@@ -307,10 +309,12 @@ def prove_load(
     ignore: Sequence[Suppression] = (),
     cache_dir: Path | None = None,
     note: Note = SILENT.note,
+    lock_timeout: float | None = None,
 ) -> AuditReport:
     """The report with the loader's verdict (`load_proof`) and the disagreements as findings
     (those matching an `ignore` rule go to `suppressed`). Raises LoaderUnavailableError where
-    no Windows loader can run."""
+    no Windows loader can run. `lock_timeout`: how long to wait for another process setting up
+    the private Wine prefix (the command's $BUNDLE_LOCK_TIMEOUT; None: as long as it takes)."""
     plan, folder = report.plan, report.folder.resolve()  # the runs use cwd = folder
     names = [entry.name for entry in os.scandir(folder) if entry.is_file()]
     if os.name == "nt":
@@ -322,7 +326,7 @@ def prove_load(
             lambda command: run_program(command, folder, child_environment(), timeout),
         )
     else:
-        loader = _wine_loader(plan, cache_dir, note)
+        loader = _wine_loader(plan, cache_dir, note, lock_timeout)
         wine_runs, skipped = _wine_runs(loader, plan, folder, app_args, timeout)
         proof = judge(
             plan,
@@ -366,7 +370,7 @@ def _doctor(
     return document if isinstance(document, dict) else {"error": "its report is not an object"}
 
 
-def _wine_loader(plan: Plan, cache_dir: Path | None, note: Note) -> WineLoader:
+def _wine_loader(plan: Plan, cache_dir: Path | None, note: Note, wait: float | None) -> WineLoader:
     if shutil.which("wine") is None:
         raise LoaderUnavailableError(
             "bundle audit --run needs a Windows loader to start the app: Windows itself, or "
@@ -375,6 +379,6 @@ def _wine_loader(plan: Plan, cache_dir: Path | None, note: Note) -> WineLoader:
         )
     configured = wine_prefix()
     if configured is not None:
-        return WineLoader(configured, False, native_vc_runtime(plan), note)
-    prefix = cache_root(cache_dir) / PRIVATE_PREFIX
-    return WineLoader(prefix, True, native_vc_runtime(plan), note)
+        return WineLoader(configured, False, native_vc_runtime(plan), note, wait)
+    prefix = (cache_dir or platform_cache_dir()) / PRIVATE_PREFIX
+    return WineLoader(prefix, True, native_vc_runtime(plan), note, wait)

@@ -38,6 +38,7 @@ class AuditRequest:
     html: Path | None = None
     strict: bool = False  # warnings fail too (the JUnit report's verdict)
     cache_dir: Path | None = None  # --run's Wine prefix and --html's templates live there
+    lock_timeout: float | None = None  # the command's $BUNDLE_LOCK_TIMEOUT (None: wait on)
 
 
 def perform(request: AuditRequest, note: Note = SILENT.note) -> AuditReport:
@@ -70,7 +71,12 @@ def _checked_further(
         from bundler.audit.loadrun import prove_load
 
         report = prove_load(
-            report, request.run_args, ignore=rules, cache_dir=request.cache_dir, note=note
+            report,
+            request.run_args,
+            ignore=rules,
+            cache_dir=request.cache_dir,
+            note=note,
+            lock_timeout=request.lock_timeout,
         )
     return report
 

@@ -72,6 +72,7 @@ def audit(
     """Check a shipped folder as the target machine will see it; exit 17 on errors."""
     from bundler.audit.request import AuditRequest, perform
     from bundler.cli import audit_views
+    from bundler.config.settings import lock_timeout
 
     if trust is not None:
         if not signatures:
@@ -88,7 +89,7 @@ def audit(
     request = AuditRequest(
         path, profile, ignore=tuple(ignore or ()), verify=verify, signatures=signatures,
         run=run, run_args=tuple(run_args or ()), junit=junit, html=html, strict=strict,
-        cache_dir=cache,
+        cache_dir=cache, lock_timeout=lock_timeout() if run else None,
     )  # fmt: skip
     report = perform(request, session.of(ctx).reporter.note)
     if explain_dll is not None:

@@ -70,6 +70,8 @@ def build(
     """Deploy EXE's complete DLL closure next to it (or into --out), with a lock file and an
     Inno Setup script."""
     from bundler.cli import build_views
+    from bundler.config.settings import lock_timeout, own_evidence_dir
+    from bundler.pruning.evidence import evidence_dirs
     from bundler.render.engine import Templates
     from bundler.ship.pipeline import BuildOptions
     from bundler.ship.pipeline import build as run_build
@@ -99,6 +101,8 @@ def build(
         evidence=picked.pick("evidence", evidence, settings.evidence),
         cuda_options=settings.cuda_options or {},
         eps=tuple(picked.pick("eps", tuple(ep or ()) or None, settings.eps) or ()),
+        evidence_tables=tuple(evidence_dirs(own_evidence_dir())),
+        lock_timeout=lock_timeout(),
     )
     given = {"--profile": profile, "--ort": ort, "--iss": outputs.iss, "--no-iss": outputs.no_iss}
     _validate(picked, given, settings, lambda: options.profile)
@@ -128,6 +132,7 @@ def render_iss(
     from bundler.acquire.cache import runtime_packs
     from bundler.cli import build_views
     from bundler.cli.origins import cache_folder
+    from bundler.config.settings import lock_timeout
     from bundler.render.engine import Templates
     from bundler.render.iss import ISS_NAME, write_iss
 
@@ -140,7 +145,7 @@ def render_iss(
     chosen = chosen.checked()
     target = out or (settings.iss if isinstance(settings.iss, Path) else None)
     script = target or lock_path.parent / ISS_NAME
-    packs = runtime_packs(root)
+    packs = runtime_packs(root, lock_timeout=lock_timeout())
     result = write_iss(Templates(root), bundle, lock_path.parent, script, chosen, packs)
     shown = build_views.iss_json(result, picked) if as_json else build_views.iss_report(result)
     typer.echo(shown)
@@ -277,6 +282,7 @@ def msbuild(
     ort-bundle.props and ort-bundle.targets to import in a .vcxproj."""
     from bundler.cli import build_views
     from bundler.cli.dry_run_views import acquire_step
+    from bundler.config.settings import lock_timeout
     from bundler.render.engine import Templates
     from bundler.ship.msbuild import MsbuildOptions, lay_out
     from bundler.target.profiles import load_profile
@@ -290,6 +296,7 @@ def msbuild(
         link=bool(link),
         force=force,
         acquire=sources.acquire(mode=source),
+        lock_timeout=lock_timeout(),
     )
     if dry_run:
         laid = f"lay out {out}: ORT's headers, import library and DLL closure, its .props/.targets"

@@ -36,7 +36,6 @@ def fetch(
 ) -> None:
     """Acquire and verify every artifact of a profile; print what came from where."""
     from bundler.acquire.artifacts import acquire_profile, export_archives
-    from bundler.acquire.cache import Cache
     from bundler.cli import cache_views
     from bundler.cli.dry_run_views import acquire_step
     from bundler.target.profiles import load_profile
@@ -51,7 +50,7 @@ def fetch(
         say_dry_run("fetch", steps, picked, as_json)
         return
     reporter = session.of(ctx).reporter
-    cache = Cache(sources.root(), reporter)
+    cache = sources.cache(reporter)
     acquired = acquire_profile(chosen, cache, options, reporter)
     if to is not None:
         export_archives(acquired, cache, to)
@@ -68,6 +67,7 @@ def cache_list(
     """List the verified archives and the compiled runtime packs in the cache."""
     from bundler.acquire.cache import Cache
     from bundler.cli import cache_views
+    from bundler.config.settings import lock_timeout
 
     picked = Options()
     root = cache_folder(cache_dir, picked)
@@ -75,7 +75,7 @@ def cache_list(
         step = f"list the verified archives and compiled runtime packs in {root}"
         say_dry_run("cache list", [step], picked, as_json)
         return
-    cache = Cache(root)
+    cache = Cache(root, lock_timeout=lock_timeout())  # an old packs/ folder is moved under lock
     shown = cache_views.cache_json if as_json else cache_views.cache_table
     typer.echo(shown(cache.root, cache.entries(), cache.packs()))
 
@@ -98,7 +98,7 @@ def cache_clean(
 
     picked = Options()
     root = cache_folder(cache_dir, picked)
-    cache = Cache(root)
+    cache = Cache(root, lock_timeout=None)  # clean takes no lock
     if dry_run:
         pick_given(ctx, picked, everything=everything)
         step = cache_views.clean_step(root, everything, cache.cleanable(everything))

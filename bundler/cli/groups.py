@@ -23,8 +23,11 @@ from bundler.cli.flags import grouped
 
 if TYPE_CHECKING:
     from bundler.acquire.artifacts import AcquireOptions
+    from bundler.acquire.cache import Cache
+    from bundler.acquire.download import DownloadPolicy
     from bundler.config.options import Options
     from bundler.render.render_settings import IssSettings
+    from bundler.reporter import Reporter
     from bundler.ship.appconfig import AppConfig
 
 Command = TypeVar("Command", bound=Callable[..., Any])
@@ -48,6 +51,14 @@ class Sources:
 
         return cache_folder(self.cache_dir, picked or Options())
 
+    def cache(self, reporter: Reporter) -> Cache:
+        """The command's download cache (`root`), waiting for another process's lock there for
+        at most $BUNDLE_LOCK_TIMEOUT, read here once (bundler.config.settings)."""
+        from bundler.acquire.cache import Cache
+        from bundler.config.settings import lock_timeout
+
+        return Cache(self.root(), reporter, lock_timeout=lock_timeout())
+
     def pick(self, ctx: typer.Context, picked: Options) -> Path:
         """The cache folder, --mirror, --offline and --allow-http, and the downloads' own
         variables ($BUNDLE_HTTP_TIMEOUT, ...), with their origins, for a dry run to show."""
@@ -64,7 +75,6 @@ class Sources:
         """The acquisition settings these flags ask for (`more`: mode, verify, search); the
         command's --source (mode) is validated here, before any work."""
         from bundler.acquire.artifacts import AcquireOptions
-        from bundler.acquire.download import DownloadPolicy
         from bundler.config.validate import check_choice
 
         if "mode" in more:
@@ -72,9 +82,18 @@ class Sources:
         return AcquireOptions(
             mirrors=tuple(self.mirror or ()),
             offline=self.offline,
-            policy=DownloadPolicy(allow_http=self.allow_http),
+            policy=download_policy(self.allow_http),
             **more,
         )
+
+
+def download_policy(allow_http: bool) -> DownloadPolicy:
+    """The download policy of a command: --allow-http, and the limits the environment sets
+    ($BUNDLE_HTTP_TIMEOUT, ...), read here once and handed down (bundler.config.settings)."""
+    from bundler.acquire.download import DownloadPolicy
+    from bundler.config.settings import http_limits
+
+    return DownloadPolicy(allow_http=allow_http, **asdict(http_limits()))
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,7 @@ def deps(
     --fetch, the profile's artifacts come from the same sources as `bundle fetch`'s (--offline,
     --mirror, --source)."""
     from bundler.cli import inspect_views
+    from bundler.config.settings import lock_timeout
 
     acquiring = sources.acquire(mode=source)
     if dry_run:
@@ -59,7 +60,7 @@ def deps(
         say_dry_run("deps", steps, picked, as_json)
         return
     reporter = session.of(ctx).reporter
-    fetching = Fetching(sources.root(), acquiring) if fetch_artifacts else None
+    fetching = Fetching(sources.root(), acquiring, lock_timeout()) if fetch_artifacts else None
     plan = _resolve(files, profile, search or [], fetching, reporter)
     if why is not None:
         _print_why(plan, why)
@@ -91,6 +92,7 @@ class Fetching:
 
     cache_dir: Path
     options: AcquireOptions
+    lock_timeout: float | None  # $BUNDLE_LOCK_TIMEOUT, read once by the command
 
 
 def _resolve(
@@ -111,7 +113,7 @@ def _resolve(
     apps = read_inputs(files, profile, search)
     acquired = []
     if fetching is not None:
-        cache = Cache(fetching.cache_dir, reporter)
+        cache = Cache(fetching.cache_dir, reporter, lock_timeout=fetching.lock_timeout)
         acquired = acquire_profile(profile, cache, fetching.options, reporter)
     return shipped_closure(apps, profile, acquired, search)
 

@@ -12,7 +12,7 @@ import typer
 from bundler.cli import session
 from bundler.cli.app import profiles_app
 from bundler.cli.flags import option
-from bundler.cli.groups import ANY_SOURCE, Sources, takes
+from bundler.cli.groups import ANY_SOURCE, Sources, download_policy, takes
 from bundler.cli.origins import cache_folder, pick_given, say_dry_run
 from bundler.config.options import Options
 from bundler.errors import ExitCode
@@ -71,7 +71,6 @@ def profiles_check(
     """Scan a profile's DLLs and compare what they load at run time with its rules."""
     from bundler.acquire.acquired import dll_search_path
     from bundler.acquire.artifacts import acquire_profile
-    from bundler.acquire.cache import Cache
     from bundler.cli import profile_views
     from bundler.cli.dry_run_views import acquire_step
     from bundler.closure.fit import require_resolved
@@ -91,7 +90,7 @@ def profiles_check(
         say_dry_run("profiles check", [acquiring, checking], picked, as_json)
         return
     reporter = session.of(ctx).reporter
-    cache = Cache(sources.root(), reporter)
+    cache = sources.cache(reporter)
     acquired = acquire_profile(profile, cache, options, reporter)
     provides = [entry for artifact in profile.artifacts for entry in artifact.provides]
     folders = dll_search_path(acquired)
@@ -113,12 +112,11 @@ def profiles_outdated(
 ) -> None:
     """Ask the package index which ORT and CUDA/cuDNN releases the shipped profiles miss, and
     list the newest EP packs; exit 24 when the catalogue is behind."""
-    from bundler.acquire.download import DownloadPolicy
     from bundler.cli import profile_views
     from bundler.rules.derive.outdated import outdated
 
     index = _index(index_url, Options())
-    report = outdated(index, DownloadPolicy(allow_http=allow_http))
+    report = outdated(index, download_policy(allow_http))
     typer.echo(
         profile_views.outdated_json(report) if as_json else profile_views.outdated_text(report)
     )
@@ -149,6 +147,7 @@ def profiles_new(
     from bundler.acquire.artifacts import AcquireOptions
     from bundler.acquire.cache import Cache
     from bundler.cli import profile_views
+    from bundler.config.settings import lock_timeout
     from bundler.rules.derive import derive_profile
     from bundler.rules.derive.flavours import load_flavour
 
@@ -168,7 +167,8 @@ def profiles_new(
     request = _new_request(chosen, ort, flavour == "gpu", components, index, allow_http)
     options = AcquireOptions(mode="pip", policy=request.policy)
     reporter = session.of(ctx).reporter
-    derived = derive_profile(request, Cache(root, reporter), options, reporter)
+    cache = Cache(root, reporter, lock_timeout=lock_timeout())
+    derived = derive_profile(request, cache, options, reporter)
     if out is not None:
         from bundler.render.engine import write_text
 
@@ -186,11 +186,10 @@ def _new_request(
 ) -> NewProfile:
     """What `bundle profiles new` derives: --ort latest is the index's newest release; `auto`
     (--flavour gpu): the wheel's own CUDA major picks the GPU flavour."""
-    from bundler.acquire.download import DownloadPolicy
     from bundler.rules.derive import NewProfile
     from bundler.rules.derive.index import latest_release, newest_build
 
-    policy = DownloadPolicy(allow_http=http)
+    policy = download_policy(http)
     if ort == "latest":
         ort = latest_release(flavour, index, policy)
     elif flavour.build_stamped and ort.count(".") == 2:
@@ -207,12 +206,12 @@ def _new_request(
 
 
 def _index(flag: str | None, picked: Options) -> str:
-    """The package index: --index-url, else $PIP_INDEX_URL, else PyPI's (as pip reads them;
-    bundler.rules.derive.index.default_index_url), its origin kept in `picked`."""
-    from bundler.config.environment import PIP_INDEX_ENV, variable
+    """The package index: --index-url, else $PIP_INDEX_URL, else PyPI's (as pip reads them),
+    its origin kept in `picked`."""
+    from bundler.config.environment import PIP_INDEX_ENV, pip_index_url
     from bundler.rules.derive.index import PYPI_SIMPLE
 
-    named = (PIP_INDEX_ENV, variable(PIP_INDEX_ENV))
+    named = (PIP_INDEX_ENV, pip_index_url())
     return picked.pick("index_url", flag, env=named, default=PYPI_SIMPLE) or PYPI_SIMPLE
 
 

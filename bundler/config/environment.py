@@ -25,6 +25,11 @@ def variable(name: str) -> str | None:
     return value if value.strip() else None
 
 
+def pip_index_url() -> str | None:
+    """$PIP_INDEX_URL, as pip reads it: the package index to ask instead of PyPI's, or None."""
+    return variable(PIP_INDEX_ENV)
+
+
 def debug_requested() -> bool:
     """$BUNDLE_DEBUG set to anything but 0: tracebacks instead of one-line errors."""
     return (variable(DEBUG_ENV) or "0").strip() != "0"

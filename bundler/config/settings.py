@@ -1,16 +1,28 @@
 """Read layer: the settings bundle takes from the environment ($BUNDLE_HTTP_TIMEOUT,
-$BUNDLE_HTTP_RETRIES, $BUNDLE_HTTP_BACKOFF, $BUNDLE_LOCK_TIMEOUT). Like pip's PIP_TIMEOUT: a slow
-proxy needs longer timeouts, a CI job that would rather fail fast shorter ones, without a flag on
-every command. A value that is no number is a configuration error (exit 14), never a guess."""
+$BUNDLE_HTTP_RETRIES, $BUNDLE_HTTP_BACKOFF, $BUNDLE_LOCK_TIMEOUT, $BUNDLE_EVIDENCE_DIR). Like pip's
+PIP_TIMEOUT: a slow proxy needs longer timeouts, a CI job that would rather fail fast shorter ones,
+without a flag on every command. A value that is no number is a configuration error (exit 14),
+never a guess. The command reads each once (http_limits, lock_timeout, own_evidence_dir) and hands
+the library the values: no library module calls these (tests/test_config_reads.py)."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bundler.config.environment import variable
-from bundler.config.variables import SOURCE_DATE_EPOCH, Variable
+from bundler.config.variables import (
+    CONNECT_TIMEOUT,
+    EVIDENCE_DIR,
+    HTTP_BACKOFF,
+    HTTP_RETRIES,
+    HTTP_TIMEOUT,
+    LOCK_TIMEOUT,
+    SOURCE_DATE_EPOCH,
+    Variable,
+)
 from bundler.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -32,6 +44,54 @@ def env_number(name: str, unit: str, example: str) -> float | None:
             "it for the default."
         )
     return value
+
+
+@dataclass(frozen=True)
+class HttpLimits:
+    """How hard a download tries, as the environment sets it: the fields of the same names of
+    bundler.acquire.download.DownloadPolicy, which the command builds from them."""
+
+    connect_timeout: float  # seconds
+    read_timeout: float  # seconds without a byte
+    retries: int  # extra attempts
+    backoff: float  # seconds before the first retry
+
+
+def http_limits() -> HttpLimits:
+    """$BUNDLE_HTTP_TIMEOUT (seconds: both the connect and the read timeout), $BUNDLE_HTTP_RETRIES
+    and $BUNDLE_HTTP_BACKOFF (seconds), each else its default in the table of variables (the
+    connect timeout: CONNECT_TIMEOUT); read once by each command that downloads."""
+    timeout = _number(HTTP_TIMEOUT)
+    return HttpLimits(
+        connect_timeout=CONNECT_TIMEOUT if timeout is None else timeout,
+        read_timeout=_or_default(timeout, HTTP_TIMEOUT),
+        retries=int(_or_default(_number(HTTP_RETRIES), HTTP_RETRIES)),
+        backoff=_or_default(_number(HTTP_BACKOFF), HTTP_BACKOFF),
+    )
+
+
+def lock_timeout() -> float | None:
+    """$BUNDLE_LOCK_TIMEOUT: seconds to wait for another bundle process's lock; unset, wait as
+    long as it takes (that process is downloading or writing what this one needs)."""
+    return _number(LOCK_TIMEOUT)
+
+
+def own_evidence_dir() -> Path | None:
+    """$BUNDLE_EVIDENCE_DIR: a folder of the user's own pruning evidence (a team's measurement
+    with tools/evidence/gpu_matrix.py), read before the shipped tables; None when unset."""
+    own = variable(EVIDENCE_DIR.name)
+    return Path(own) if own else None
+
+
+def _number(known: Variable) -> float | None:
+    return env_number(known.name, known.unit, known.example)
+
+
+def _or_default(value: float | None, known: Variable) -> float:
+    """`value`, else `known`'s default in the table (each download variable has one)."""
+    chosen = known.default if value is None else value
+    assert chosen is not None
+    return chosen
 
 
 def pick_environment(picked: Options, *variables: Variable) -> None:

@@ -55,9 +55,10 @@ def _of_setting(name: str, sets: str, **number: Any) -> Variable:
 
 CACHE_DIR = _of_option("cache-dir", "the download cache", " (the flag wins)")
 SECONDS = {"unit": "seconds", "example": "60"}
+CONNECT_TIMEOUT = 10.0  # seconds to connect while $BUNDLE_HTTP_TIMEOUT is unset
 HTTP_TIMEOUT = _of_setting(
     "http-timeout",
-    "seconds without a byte before a download gives up (default 30; connect: 10)",
+    f"seconds without a byte before a download gives up (default 30; connect: {CONNECT_TIMEOUT:g})",
     **SECONDS,
     default=30.0,
 )

@@ -1,6 +1,7 @@
 """Act layer: exclusive locks across processes, on lock files: one writer per cache blob, one
 build per output folder, one Wine prefix set-up at a time. Another holder makes a process wait,
-saying so, for at most $BUNDLE_LOCK_TIMEOUT."""
+saying so, for at most the limit the caller passes: the command's $BUNDLE_LOCK_TIMEOUT, which it
+reads once (bundler.config.settings.lock_timeout) and hands down."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from bundler.config.settings import env_number
 from bundler.config.variables import LOCK_TIMEOUT
 from bundler.errors import BusyError
 from bundler.reporter import SILENT, Note
@@ -17,19 +17,14 @@ LOCK_TIMEOUT_ENV = LOCK_TIMEOUT.name  # the name: bundler.config.variables, the 
 WAIT_NOTICE = 1.0  # seconds a lock is waited for before file_lock says so
 
 
-def lock_timeout() -> float | None:
-    """$BUNDLE_LOCK_TIMEOUT: seconds to wait for another bundle process's lock; unset, wait as
-    long as it takes (that process is downloading or writing what this one needs)."""
-    return env_number(LOCK_TIMEOUT.name, LOCK_TIMEOUT.unit, LOCK_TIMEOUT.example)
-
-
 @contextmanager
 def file_lock(
-    path: Path, what: str, note: Note = SILENT.note, *, remove: bool = False
+    path: Path, what: str, note: Note = SILENT.note, *, limit: float | None, remove: bool = False
 ) -> Iterator[None]:
     """An exclusive lock across processes (filelock: flock on Unix, LockFileEx on Windows),
     held while the block runs. Another holder makes this one wait, saying so through `note`
-    after a second, for up to $BUNDLE_LOCK_TIMEOUT (BusyError).
+    after a second, for up to `limit` seconds (BusyError; None: as long as it takes). The
+    command passes its $BUNDLE_LOCK_TIMEOUT, which the message names.
 
     With `remove` the lock file is deleted before release, so it leaves no trace (an output
     folder must hold only what builds put there). A waiter that then locks the deleted file
@@ -40,7 +35,6 @@ def file_lock(
 
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(path)
-    limit = lock_timeout()
     try:
         lock.acquire(timeout=WAIT_NOTICE if limit is None else min(limit, WAIT_NOTICE))
     except Timeout:

@@ -14,13 +14,11 @@ graph is loaded (`folded`). Library names are the Windows DLL names of the same 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from bundler.config.environment import variable
-from bundler.config.variables import EVIDENCE_DIR
 from bundler.target.manifest import Table, load_toml
 from bundler.target.resources import manifests_dir
 
@@ -146,7 +144,6 @@ class Evidence:
         )
 
 
-EVIDENCE_ENV = EVIDENCE_DIR.name  # the name: bundler.config.variables, the one table
 FUSIONS_NAME = "fusions.toml"
 
 
@@ -155,11 +152,11 @@ def evidence_dir() -> Path:
     return manifests_dir() / "evidence"
 
 
-def evidence_dirs() -> list[Path]:
-    """Where tables are read: $BUNDLE_EVIDENCE_DIR first (a team's own measurement with
-    tools/evidence/gpu_matrix.py), then the shipped ones."""
-    own = variable(EVIDENCE_ENV)
-    return [Path(own), evidence_dir()] if own else [evidence_dir()]
+def evidence_dirs(own: Path | None = None) -> list[Path]:
+    """Where tables are read: `own` first (the command's $BUNDLE_EVIDENCE_DIR, a team's own
+    measurement with tools/evidence/gpu_matrix.py: bundler.config.settings.own_evidence_dir),
+    then the shipped ones."""
+    return [own, evidence_dir()] if own else [evidence_dir()]
 
 
 _TEXT_KEYS = ("ort", "cuda", "cudnn", "platform", "gpu", "measured", "raw")
@@ -243,11 +240,11 @@ def load_fusions(path: Path | None = None) -> tuple[Fusion, ...]:
     return table.finished(fusions)
 
 
-def all_evidence(folders: list[Path] | None = None) -> list[Evidence]:
-    """Every evidence table of `folders` (default: evidence_dirs()), each folder's by name."""
+def all_evidence(folders: Sequence[Path]) -> list[Evidence]:
+    """Every evidence table of `folders` (evidence_dirs), each folder's by name."""
     found = []
     fusions = load_fusions()
-    for folder in folders if folders is not None else evidence_dirs():
+    for folder in folders:
         found += [
             load_evidence(path, fusions)
             for path in sorted(folder.glob("*.toml"))

@@ -285,19 +285,21 @@ def _try_link(source: Path, temp: Path) -> bool:
 
 
 @contextmanager
-def output_lock(out: Path, note: Note) -> Iterator[None]:
+def output_lock(out: Path, note: Note, lock_timeout: float | None) -> Iterator[None]:
     """One build at a time per output folder, across processes: two builds into one folder
     would otherwise plan against the same old lock file and overwrite each other's temporary
     files. A second build waits, then plans against what the first one wrote. The lock file
     (BUILD_LOCK) is removed on release; a folder this call created and nothing filled is
-    removed again, so a build that fails leaves no trace."""
+    removed again, so a build that fails leaves no trace. `lock_timeout`: how long a second
+    build waits (the command's $BUNDLE_LOCK_TIMEOUT; None: as long as it takes)."""
     existed = out.exists()
     try:
         with ExitStack() as held:
             try:
                 out.mkdir(parents=True, exist_ok=True)
                 building = f"the build into {out}"
-                held.enter_context(file_lock(out / BUILD_LOCK, building, note, remove=True))
+                lock = file_lock(out / BUILD_LOCK, building, note, limit=lock_timeout, remove=True)
+                held.enter_context(lock)
             except OSError as exc:
                 fix = too_long(out, exc) or "Check the permissions, or pass --out DIR."
                 raise OutputError(

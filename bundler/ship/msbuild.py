@@ -62,6 +62,7 @@ class MsbuildOptions:
     link: bool = False  # hard-link files from the cache where the filesystem allows
     force: bool = False  # overwrite files in the folder that bundle did not write
     acquire: AcquireOptions = field(default_factory=AcquireOptions)
+    lock_timeout: float | None = None  # the command's $BUNDLE_LOCK_TIMEOUT (None: wait on)
 
 
 @dataclass
@@ -81,7 +82,7 @@ def lay_out(options: MsbuildOptions, report: Reporter, templates: Templates) -> 
     (rendered by `templates`)."""
     profile = load_profile(options.profile)
     artifact = sdk_artifact(profile)  # before any download
-    cache = Cache(options.cache_dir, report)
+    cache = Cache(options.cache_dir, report, lock_timeout=options.lock_timeout)
     acquired = acquire_profile(profile, cache, replace(options.acquire, sdk=True), report)
     plan = profile_closure(profile, acquired)
     placed = [

@@ -33,7 +33,7 @@ from bundler.eps.choice import chosen_packs
 from bundler.errors import ConfigError
 from bundler.progress_meter import ProgressFactory
 from bundler.pruning.app_evidence import problems, read_app_evidence
-from bundler.pruning.evidence import all_evidence
+from bundler.pruning.evidence import all_evidence, evidence_dirs
 from bundler.pruning.onnx_models import ModelOps, read_model_ops
 from bundler.pruning.prune import (
     MeasuredSource,
@@ -106,6 +106,9 @@ class BuildOptions:
     cuda_options: Mapping[str, str] = field(default_factory=dict)  # the app's CUDA EP options
     evidence: Path | None = None  # the app's own measurement (bundle measure), for pruning
     eps: tuple[str, ...] = ()  # execution-provider packs (manifests/eps/), each in its folder
+    # the folders of load-evidence tables: the command's $BUNDLE_EVIDENCE_DIR, then the shipped
+    evidence_tables: tuple[Path, ...] = field(default_factory=lambda: tuple(evidence_dirs()))
+    lock_timeout: float | None = None  # the command's $BUNDLE_LOCK_TIMEOUT (None: wait on)
 
     def gpu_targets(self, profile: Profile) -> tuple[str, ...]:
         return self.gpus if self.gpus is not None else profile.gpus
@@ -193,7 +196,7 @@ def build(options: BuildOptions, report: Reporter, templates: Templates) -> Buil
     options = replace(options, exe=as_listed(options.exe))  # HELLO.EXE ships as hello.exe
     checked = preflight(options)
     profile, packs, mode, out = checked.profile, checked.packs, checked.mode, checked.out
-    cache = Cache(options.cache_dir, report)
+    cache = Cache(options.cache_dir, report, lock_timeout=options.lock_timeout)
     acquired = acquire_profile(with_packs(profile, packs), cache, options.acquire, report)
     acquired, trees = acquired[: len(profile.artifacts)], acquired[len(profile.artifacts) :]
     plan = shipped_closure(
@@ -217,7 +220,7 @@ def build(options: BuildOptions, report: Reporter, templates: Templates) -> Buil
     if options.dry_run:
         return _deploy(staged)
     # the old lock is read again inside: another build may have run
-    with output_lock(out, report.note):
+    with output_lock(out, report.note, options.lock_timeout):
         result = _deploy(staged)
         shipped = with_packs(profile, packs)  # the SBOM names each pack's pin and licence
         _write_views(options, out, shipped, checked.app.name, result, report.progress, templates)
@@ -235,7 +238,7 @@ def prune_for(
     if options.evidence is not None:
         source = measured_source(options.evidence, options.cuda_options, models, profile)
         return decide(plan, models, source, "")
-    evidence = evidence_for(profile, ort, all_evidence())
+    evidence = evidence_for(profile, ort, all_evidence(options.evidence_tables))
     why_none = (
         f"no load evidence measured for ORT {ort} with cuDNN {cudnn_version(profile)} "
         "(manifests/evidence/): nothing is pruned"
@@ -312,7 +315,7 @@ def _write_views(
         write_sbom(out / SBOM_NAME, lock, profile, app_name)
     script = options.iss_path(out)
     if script is not None:
-        packs = runtime_packs(options.cache_dir)
+        packs = runtime_packs(options.cache_dir, lock_timeout=options.lock_timeout)
         result.iss = write_iss(templates, lock, out, script, options.installer.checked(), packs)
     if options.postbuild is not None:
         result.postbuild = write_postbuild(templates, lock, out, out, options.postbuild)

@@ -23,23 +23,22 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 from bundler.acquire.artifacts import AcquireOptions
 from bundler.acquire.cache import Cache
 from bundler.acquire.download import DownloadPolicy
 from bundler.config.cache_root import default_cache_dir
+from bundler.config.environment import pip_index_url
+from bundler.config.settings import http_limits, lock_timeout
 from bundler.errors import BundleError
 from bundler.render.engine import write_text
 from bundler.reporter import Reporter
 from bundler.rules.derive import NewProfile, derive_profile
 from bundler.rules.derive.catalogue import PACKAGES, differences, profile_facts, since
 from bundler.rules.derive.flavours import load_flavour
-from bundler.rules.derive.index import (
-    default_index_url,
-    newest_per_minor,
-    released_versions,
-)
+from bundler.rules.derive.index import PYPI_SIMPLE, newest_per_minor, released_versions
 from bundler.target import resources
 from bundler.target.profiles import load_profile_file
 
@@ -54,9 +53,16 @@ def releases(kind: str, index: str, policy: DownloadPolicy) -> list[str]:
     return newest_per_minor(found, since(kind))
 
 
-def derive_one(kind: str, release: str, cache: Cache, index: str) -> tuple[str, str]:
+def download_policy() -> DownloadPolicy:
+    """The download policy `bundle profiles new` has: $BUNDLE_HTTP_TIMEOUT and the like, read
+    through the one configuration home (bundler.config.settings)."""
+    return DownloadPolicy(**asdict(http_limits()))
+
+
+def derive_one(
+    kind: str, release: str, cache: Cache, index: str, policy: DownloadPolicy
+) -> tuple[str, str]:
     """(profile name, TOML text) of one release."""
-    policy = DownloadPolicy()
     request = NewProfile(
         ort=release,
         flavour=load_flavour(CARRIER[kind]),
@@ -104,17 +110,18 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", default=None)
     parser.add_argument("--kind", choices=sorted(PACKAGES), action="append")
     parser.add_argument("--cache", type=Path, default=None)
-    parser.add_argument("--index-url", default=default_index_url())
+    parser.add_argument("--index-url", default=pip_index_url() or PYPI_SIMPLE)
     args = parser.parse_args()
-    cache = Cache(args.cache or default_cache_dir())
+    cache = Cache(args.cache or default_cache_dir(), lock_timeout=lock_timeout())
+    fetching = download_policy()
     report: list[dict[str, object]] = []
     for kind in args.kind or list(PACKAGES):
-        for release in releases(kind, args.index_url, DownloadPolicy()):
+        for release in releases(kind, args.index_url, fetching):
             if args.only and release not in args.only:
                 continue
             print(f"deriving {kind} {release}", file=sys.stderr, flush=True)
             try:
-                name, text = derive_one(kind, release, cache, args.index_url)
+                name, text = derive_one(kind, release, cache, args.index_url, fetching)
             except BundleError as error:
                 report.append({"release": release, "kind": kind, "error": error.message})
                 continue

@@ -1,11 +1,11 @@
 """Act layer: the pins of a release, read from a package index's PEP 691 JSON API.
 
 `GET <index>/<project>/` with `Accept: application/vnd.pypi.simple.v1+json` lists every file
-of a project with its SHA-256 (and, from API version 1.1, its size). The index is
-$PIP_INDEX_URL, else https://pypi.org/simple, unless the caller names one (`--index-url`);
-the same transport policy as downloads applies: https only (http only when allowed, for a
-trusted mirror or a test server on 127.0.0.1), connect and read timeouts, retries on
-transient failures, never on 4xx.
+of a project with its SHA-256 (and, from API version 1.1, its size). The index is the caller's:
+the command resolves --index-url, else $PIP_INDEX_URL, else https://pypi.org/simple. The same
+transport policy as downloads applies: https only (http only when allowed, for a trusted mirror
+or a test server on 127.0.0.1), connect and read timeouts, retries on transient failures, never
+on 4xx.
 
 Which wheel: the one for the flavour's CPython and platform, preferring the most specific tag
 (cp311-cp311, then cp311-abi3, then cp311-none, then py3-none). Yanked files are skipped.
@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 from bundler.acquire.download import DownloadPolicy, check_scheme
-from bundler.config.environment import PIP_INDEX_ENV, variable
 from bundler.errors import FetchError
 from bundler.rules.derive.pins import WheelPin
 
@@ -30,10 +29,6 @@ if TYPE_CHECKING:
 PYPI_SIMPLE = "https://pypi.org/simple/"
 PEP691 = "application/vnd.pypi.simple.v1+json"
 PLATFORMS = {"x64": "win_amd64", "x86": "win32", "arm64": "win_arm64"}
-
-
-def default_index_url() -> str:
-    return variable(PIP_INDEX_ENV) or PYPI_SIMPLE
 
 
 def normalize(name: str) -> str:
