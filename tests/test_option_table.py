@@ -15,6 +15,7 @@ import pytest
 
 from bundler.config.option_table import OPTIONS, Flag, table
 from tests.support.paths import REPO
+from tests.support.runs import cli
 from tests.support.trees import write_tree
 
 PACKAGE = REPO / "bundler"
@@ -148,3 +149,13 @@ def test_the_derived_name_is_the_variable_the_command_reads(
         assert Session().debug is False
         monkeypatch.setenv(variable, "1")
         assert Session().debug is True
+
+
+def test_each_commands_config_help_names_the_table_it_reads() -> None:
+    """`--config` is one option read for different tables: publish reads [publish] (bundler/cli/
+    publish_commands.py loads its `publish` settings), render iss the [render] table."""
+    wide = {"COLUMNS": "300"}  # rich wraps help at the terminal's width
+    publish = cli(("publish", "--help"), env=wide)
+    assert "bundle.toml holding the [publish] table" in publish.stdout, publish.stdout
+    render = cli(("render", "iss", "--help"), env=wide)
+    assert "bundle.toml holding the render table" in render.stdout, render.stdout

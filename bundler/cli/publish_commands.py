@@ -37,7 +37,7 @@ def publish(
         option("archive", "publish"),
     ] = None,
     out: Annotated[Path | None, option("out", "release")] = None,
-    config: Annotated[Path | None, option("config")] = None,
+    config: Annotated[Path | None, option("config", "publish")] = None,
     cache_dir: Annotated[Path | None, option("cache-dir")] = None,
     package_id: Annotated[
         str | None,

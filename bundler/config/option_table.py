@@ -120,7 +120,11 @@ OPTIONS = table(
     Flag(
         "--config",
         "bundle.toml holding the render table.",
-        wordings={"build": "bundle.toml to read (default: beside EXE)."},
+        wordings={
+            "build": "bundle.toml to read (default: beside EXE).",
+            "publish": "bundle.toml holding the [publish] table (default: the current "
+            "folder's, else the one beside DIST).",
+        },
     ),
     Flag("--force", "Overwrite files bundle did not write."),
     Flag(
