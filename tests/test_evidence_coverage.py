@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import json
 import lzma
-import subprocess
-import sys
 import tomllib
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bundler.pruning.evidence import evidence_dir
-from tests.support.paths import REPO
 from tests.support.pruning import model, plan, pruned, shipped
 from tests.support.skips import require_module
 from tools.evidence import evidence_table
@@ -28,7 +24,6 @@ from tools.evidence.kernels_source import kernels_of
 EVIDENCE = evidence_dir()
 PROOF = EVIDENCE / "gpu-proof"
 TABLE = EVIDENCE / "ort-1.31.1-cuda13.toml"
-RAW_PARTS = ("matrix", "matrix-extra", "matrix-ops")  # the table's inputs, in the README's order
 
 
 def raw(name: str) -> dict[str, Any]:
@@ -181,20 +176,6 @@ def test_a_model_with_an_op_the_table_has_no_row_for_is_told_why() -> None:
         found.reason
     )
     assert "not known" in found.reason and found.reason.endswith(": nothing is pruned")
-
-
-def test_the_shipped_table_is_what_the_tool_makes_of_its_raw_files(tmp_path: Path) -> None:
-    """manifests/evidence/README.md's inputs, given to tools/evidence/evidence_table.py as
-    tools/evidence/evidence_run.sh gives them, write the shipped table byte for byte."""
-    made = tmp_path / TABLE.name
-    inputs = [str(EVIDENCE / f"ort-1.31.1-cuda13.{name}.json.xz") for name in RAW_PARTS]
-    subprocess.run(
-        [sys.executable, "-m", "tools.evidence.evidence_table", inputs[0], "--cuda", "13",
-         "--more", *inputs[1:], "--kernels", str(EVIDENCE / "ort-1.31.1-cuda13.kernels.json.xz"),
-         "--out", str(made)],
-        cwd=REPO, check=True, capture_output=True,
-    )  # fmt: skip
-    assert made.read_bytes() == TABLE.read_bytes()
 
 
 def test_a_reason_names_the_model_file_without_the_measuring_machines_folder() -> None:
