@@ -186,10 +186,12 @@ def report_writes(
     for nodeid, written in disk.items():
         modules[nodeid.split("::")[0]] += written
         owned[nodeid.split("::")[0]] += own[nodeid]
-    for title, order in (("by module:", modules), ("by module, own bytes first:", owned)):
+    lists = [("by module:", modules)] + ([("by module, own bytes first:", owned)] if own else [])
+    for title, order in lists:
         terminal.write_line(title)
         for module, _ in order.most_common(10):
             terminal.write_line(
                 f"{modules[module] / 1e9:7.2f} {owned[module] / 1e9:6.2f}  {module}"
             )
-    terminal.write_line(f"own bytes of all tests: {sum(own.values()) / 1e9:.1f} GB")
+    if own:  # where /proc has I/O accounting (not under Windows)
+        terminal.write_line(f"own bytes of all tests: {sum(own.values()) / 1e9:.1f} GB")
