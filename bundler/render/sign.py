@@ -8,7 +8,8 @@ file the command calls, bundlesign.cmd: osslsigncode signs to a copy, which then
 file, two commands that a Sign Tool one-liner cannot chain reliably under Wine's cmd):
 
     iscc "/Sbundlesign=$(cat dist/signtool.txt)" dist/setup.iss      (bash)
-    set /p SIGN=<dist\\signtool.txt & iscc "/Sbundlesign=%SIGN%" dist\\setup.iss   (cmd)
+    set /p SIGN=<dist\\signtool.txt                  (cmd: two lines; on one, cmd would expand
+    iscc "/Sbundlesign=%SIGN%" dist\\setup.iss        %SIGN% before set /p sets it)
 
 Secrets never reach a rendered file: the PFX password is named by its environment variable
 (`password_env`), and the command refers to it as %NAME%, which the `cmd /c` that runs the
