@@ -18,7 +18,7 @@ import pytest
 
 from bundler.disk import files
 from bundler.disk.files import RETRY_DELAYS, case_collisions
-from bundler.errors import ConflictError
+from bundler.errors import ConflictError, FileInUseError
 from bundler.ship.deploy import apply, plan_deployment
 from bundler.ship.output_folder import Counters, Placement
 
@@ -163,3 +163,20 @@ def test_a_folder_where_a_file_goes_is_refused_at_once(tmp_path: Path) -> None:
         files.replace(tmp_path / "file", tmp_path / "folder")
     assert time.monotonic() - started < RETRY_DELAYS[-1]
     assert (tmp_path / "file").read_bytes() == b"x"
+
+
+def test_an_atomic_write_replaces_the_file_or_leaves_it_and_no_temporary_file(
+    tmp_path: Path,
+) -> None:
+    """files.write_atomically, which the lock, the times note and every rendered file go
+    through: the new bytes under the name, else the old file as it was and nothing beside it."""
+    target = tmp_path / "bundle.lock.json"
+    target.write_bytes(b"old")
+    files.write_atomically(target, b"new\n")
+    assert target.read_bytes() == b"new\n" and os.listdir(tmp_path) == [target.name]
+    folder = tmp_path / "a folder where the file goes"
+    (folder / "inside").mkdir(parents=True)
+    with pytest.raises((OSError, FileInUseError)):  # Windows: access denied, retried, then held
+        files.write_atomically(folder, b"x")  # a rename cannot replace a non-empty folder
+    assert sorted(os.listdir(tmp_path)) == sorted([target.name, folder.name])
+    assert os.listdir(folder) == ["inside"]

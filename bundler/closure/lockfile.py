@@ -138,12 +138,9 @@ def _locked_file(item: dict[str, Any]) -> LockedFile:
 def write_lock(path: Path, lock: Lock) -> None:
     """Atomically (a temporary name, then rename); a folder that cannot take it is an
     OutputError with the temporary file removed."""
-    temp = path.with_name(f".{path.name}.bundle-tmp")
     try:
-        temp.write_text(lock.to_json(), encoding="utf-8", newline="\n")  # the same bytes on Windows
-        files.replace(temp, path)
+        files.write_atomically(path, lock.to_json().encode("utf-8"))  # LF on Windows too
     except OSError as exc:
-        temp.unlink(missing_ok=True)
         raise OutputError(
             f"{path}: cannot write the lock file ({exc.strerror or exc}); check free space "
             "and permissions there, then build again."

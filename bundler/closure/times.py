@@ -36,12 +36,9 @@ def write_times(folder: Path, lock: Lock) -> None:
     path = folder / TIMES_NAME
     if _text(path) == text:
         return  # an unchanged note keeps its time: a no-op rebuild changes nothing
-    temp = path.with_name(f".{path.name}.bundle-tmp")
     try:
-        temp.write_text(text, encoding="utf-8", newline="\n")
-        files.replace(temp, path)
+        files.write_atomically(path, text.encode("utf-8"))
     except OSError as exc:
-        temp.unlink(missing_ok=True)
         raise OutputError(
             f"{path}: cannot write ({exc.strerror or exc}); check free space and permissions "
             "there, then build again."

@@ -18,6 +18,7 @@ once so that every wing gets the Windows behaviour right.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
@@ -51,6 +52,20 @@ def replace(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> N
     read-only `target` is made writable first. Raises FileInUseError when the target stays
     held, OSError for anything else (a full disk, a folder without write permission)."""
     _patiently(lambda: os.replace(source, target), Path(target))
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """`data` into `path` through a temporary name beside it, then `replace`: a reader sees the
+    old file or the new one, never a part. On any failure the temporary file is removed and the
+    error raised (OSError, or FileInUseError where Windows keeps `path` held)."""
+    temp = path.with_name(f".{path.name}.bundle-tmp")
+    try:
+        temp.write_bytes(data)
+        replace(temp, path)
+    except Exception:
+        with contextlib.suppress(OSError):  # e.g. the parent is a file: no temporary file either
+            temp.unlink(missing_ok=True)
+        raise
 
 
 def remove(path: Path) -> None:

@@ -130,14 +130,10 @@ def write_text(path: Path, text: str, *, bom: bool = False, newline: str = "\n")
     """Write `text` atomically (temporary name in the same folder, then rename), with the
     given line ending and an optional UTF-8 byte-order mark."""
     data = ((UTF8_BOM if bom else "") + text.replace("\n", newline)).encode("utf-8")
-    temp = path.with_name(f".{path.name}.bundle-tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        temp.write_bytes(data)
-        files.replace(temp, path)
+        files.write_atomically(path, data)
     except OSError as exc:
-        with contextlib.suppress(OSError):  # e.g. the parent is a file: no temp file either
-            temp.unlink(missing_ok=True)
         raise OutputError(
             f"{path}: cannot write: {exc.strerror}; choose a writable place for it."
         ) from None
